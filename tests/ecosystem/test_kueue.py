@@ -16,9 +16,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from kubetrain.api import MULTIKUEUE_CONTROLLER
 from kubetrain.testing import ControlPlane, Outcome
+from kubetrain.testing.ecosystem import find_component
 from kubetrain.testing.kueue import Kueue
 from kubetrain.testing.process import wait_until
 
@@ -54,6 +56,11 @@ POOL = "training"
 POOL_NODE = "pool-node"
 NODES = fake_nodes((POOL_NODE, "16", {POOL_LABEL: POOL}), ("other-node", "16", {}))
 """Only the first node carries the flavor's label: a pod without the flavor's selector may land on either."""
+KUEUE_CONFIGS = {
+    "MutatingWebhookConfiguration": "mutating-webhook-configuration",
+    "ValidatingWebhookConfiguration": "validating-webhook-configuration",
+}
+"""The names Kueue's manifests give its webhook configurations (its install prefixes `kueue-`)."""
 LOCAL_QUEUE = "team"
 QUOTA_CPU = "2"
 """Room for one test job at a time (a leader and a worker of 1 CPU each)."""
@@ -163,6 +170,26 @@ def on_the_flavor(running: dict[str, Obj]) -> None:
     for name, pod in running.items():
         assert pod["spec"].get("nodeSelector", {}).get(POOL_LABEL) == POOL, f"{name}: flavor selector missing"
         assert pod["spec"]["nodeName"] == POOL_NODE, f"{name} runs on {pod['spec']['nodeName']}"
+
+
+def test_kueues_own_webhooks_are_registered_at_its_loopback_server(plane: ControlPlane) -> None:
+    """Every webhook of Kueue's release manifests, none hand-picked, each calling the local Kueue."""
+    shipped = find_component("kueue").source / "config" / "components" / "webhook" / "manifests.yaml"
+    expected = {
+        doc["kind"]: {hook["name"] for hook in doc["webhooks"]}
+        for doc in yaml.safe_load_all(shipped.read_text())
+        if doc
+    }
+    for kind, names in expected.items():
+        registered = json.loads(plane.kubectl("get", f"{kind.lower()}/kueue-{KUEUE_CONFIGS[kind]}",
+                                              "-o", "json").stdout)  # fmt: skip
+        assert {hook["name"] for hook in registered["webhooks"]} == names
+        assert {"kubeflow.org"} <= {
+            g for hook in registered["webhooks"] for r in hook["rules"] for g in r["apiGroups"]
+        }
+        for hook in registered["webhooks"]:
+            assert hook["clientConfig"]["url"].startswith("https://127.0.0.1:"), hook["name"]
+            assert hook["clientConfig"]["caBundle"], hook["name"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
