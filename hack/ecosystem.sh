@@ -62,6 +62,6 @@ only=("$@")
 while read -r name module version pkg rest; do
   case "$name" in '' | '#'*) continue ;; esac
   [ -n "$pkg" ] && [ -z "${rest:-}" ] || { echo "ecosystem: bad line in $list: $name $module $version $pkg $rest" >&2; exit 1; }
-  wanted "$name" && build "$name" "$module" "$version" "$pkg"
+  wanted "$name" && build "$name" "$module" "$version" "$pkg" </dev/null # stdin is the list
 done <"$list"
 exit 0
