@@ -82,7 +82,14 @@ class Coscheduler:
         return self.component.source / "manifests" / "coscheduling" / "crd.yaml"
 
     def start(self, timeout: float = 120.0) -> Coscheduler:
-        """Install the PodGroup CRD, start the scheduler and wait until it is ready."""
+        """Install the PodGroup CRD, start the scheduler and wait until it is ready (or stop it again)."""
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> Coscheduler:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.plane.kubectl("apply", "--server-side", "-f", str(self.crd))
         self.plane.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io")

@@ -100,7 +100,14 @@ class Kueue:
         }
 
     def start(self, timeout: float = 120.0) -> Kueue:
-        """Install the CRDs, start the manager, register its webhooks; returns once they answer."""
+        """Install the CRDs, start the manager, register its webhooks; on failure nothing is left behind."""
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> Kueue:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.install_crds()
         self.plane.rest.ensure_namespace(KUEUE_NAMESPACE)
