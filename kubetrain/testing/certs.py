@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Pki", "make_pki"]
+__all__ = ["Pki", "ServingTls", "make_pki", "make_serving_tls"]
 
 _DAYS = "2"
 _EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
@@ -53,17 +53,51 @@ def _signed(directory: Path, name: str, subject: str, extensions: str) -> tuple[
     return directory / f"{name}.crt", directory / f"{name}.key"
 
 
+def _make_ca(directory: Path, name: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    _openssl(
+        "req", "-x509", "-new", *_EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", _DAYS,
+        "-subj", f"/CN={name}",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        cwd=directory,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ServingTls:
+    """A CA of its own and a serving pair for 127.0.0.1, named as controller-runtime's webhook server
+    expects them in its certificate directory (`tls.crt`, `tls.key`)."""
+
+    ca_crt: Path
+    crt: Path
+    key: Path
+
+    @property
+    def directory(self) -> Path:
+        return self.crt.parent
+
+
+def make_serving_tls(directory: Path, name: str) -> ServingTls:
+    """A new CA (`name`-ca) and a certificate for a server of ours on 127.0.0.1 (e.g. a webhook server the
+    API server calls): the CA goes into the registration's caBundle."""
+    if shutil.which("openssl") is None:
+        raise RuntimeError("the `openssl` command is needed to make test certificates")
+    _make_ca(directory, f"{name}-ca")
+    crt, key = _signed(
+        directory,
+        "tls",
+        f"/CN={name}",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\n",
+    )
+    return ServingTls(ca_crt=directory / "ca.crt", crt=crt, key=key)
+
+
 def make_pki(directory: Path) -> Pki:
     """Create the CA, serving, admin and ServiceAccount-signing material in `directory`."""
     if shutil.which("openssl") is None:
         raise RuntimeError("the `openssl` command is needed to make the test control plane's certificates")
-    directory.mkdir(parents=True, exist_ok=True)
-    _openssl(
-        "req", "-x509", "-new", *_EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", _DAYS,
-        "-subj", "/CN=kubetrain-test-ca",
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        cwd=directory,
-    )  # fmt: skip
+    _make_ca(directory, "kubetrain-test-ca")
     serving_crt, serving_key = _signed(
         directory,
         "apiserver",
