@@ -229,7 +229,7 @@ def test_converted_v1_mpijobs_are_accepted_by_the_api_server(
     v1_dir = ROOT / "tests" / "unit" / "api" / "mpijob_v1"
     out_dir = tmp_path / "v2"
     done = subprocess.run(
-        [sys.executable, "-m", "kubetrain", "convert", str(v1_dir), "--output-dir", str(out_dir)],
+        [sys.executable, "-m", "kubetrain.cli", "convert", str(v1_dir), "--output-dir", str(out_dir)],
         capture_output=True,
         text=True,
         check=False,
