@@ -20,7 +20,7 @@ from kubetrain.api.kinds import KINDS, AnyJob, lookup_kind
 from kubetrain.api.validation import check_job
 from kubetrain.api.wire_errors import format_path, from_validation_error
 
-__all__ = ["dump_jobs", "load_jobs", "load_valid_jobs", "parse_job"]
+__all__ = ["dump_jobs", "load_documents", "load_jobs", "load_valid_jobs", "parse_job"]
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
@@ -109,6 +109,15 @@ def _load(text: str, parse: Callable[[Any], AnyJob]) -> list[AnyJob]:
     if errors:
         raise InvalidJobError(errors, subject="the YAML")
     return jobs
+
+
+def load_documents(text: str) -> list[Any]:
+    """The decoded documents of a YAML text, read as `load_jobs` reads them (no `kind: List` unpacking).
+
+    For callers that handle documents other than jobs (e.g. `kubetrain convert`). Raises `InvalidJobError`
+    for text that is not YAML.
+    """
+    return _documents(text)
 
 
 def dump_jobs(jobs: Iterable[TrainingJob[Any]]) -> str:

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "delete",
     "run",
     "crds",
+    "convert",
     "operator",
 )
 

@@ -220,3 +220,28 @@ def test_the_console_command_runs_as_a_process(crds: ControlPlane, namespace: st
         f"kubetrain get: no training job (TFJob, PyTorchJob or MPIJob) named 'nothing-here' in namespace "
         f"'{namespace}'; check the name with `kubetrain get`, or pass the job's namespace with -n"
     )
+
+
+def test_converted_v1_mpijobs_are_accepted_by_the_api_server(
+    crds: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """`kubetrain convert` output applies as it is; its v1 input does not (MPIJob v1 is not served)."""
+    v1_dir = ROOT / "tests" / "unit" / "api" / "mpijob_v1"
+    out_dir = tmp_path / "v2"
+    done = subprocess.run(
+        [sys.executable, "-m", "kubetrain.cli", "convert", str(v1_dir), "--output-dir", str(out_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    for path in sorted(out_dir.glob("*.yaml")):
+        text = path.read_text()
+        for document in yaml.safe_load_all(text):
+            document["metadata"]["namespace"] = namespace
+            target = tmp_path / "one.yaml"
+            target.write_text(yaml.safe_dump(document))
+            crds.kubectl("apply", "--dry-run=server", "-f", str(target))
+    with pytest.raises(Exception, match=r"(?i)no matches for kind|could not find the requested resource"):
+        v1_file = str(v1_dir / "horovod-tensorflow.yaml")
+        crds.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", v1_file)
