@@ -37,6 +37,9 @@ Locally:
     hostPath is the path itself), and paths under a mountPath are rewritten in env and arguments;
   - every replica's address is 127.0.0.1 and every (replica, port) gets its own free local port, so
     several local runs can share the machine; env values and arguments naming replicas are rewritten;
+  - GPUs are handed out like a device plugin does: each pod sees only the GPUs of its nvidia.com/gpu
+    limit (CUDA_VISIBLE_DEVICES), exclusively, also against other local runs; a pod asking none sees
+    none; a job whose requests can never fit this machine is refused before anything starts;
   - MPIJob workers run a stand-in for sshd, and the launcher's mpirun/mpiexec reaches them through a
     local remote-shell agent; MPI stays on the loopback interface;
   - Ctrl-C stops every process of the job (a second Ctrl-C kills at once); nothing is left running.
@@ -88,6 +91,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--linger", type=_non_negative, default=15.0, metavar="SECONDS",
         help="after the job finished, pods its cleanPodPolicy keeps may still run this long (default 15)",
     )  # fmt: skip
+    parser.add_argument(
+        "--gpus", metavar="LIST",
+        help="GPUs the run may use: all (default: every GPU nvidia-smi/NVML finds), none, or indices/UUIDs "
+        "such as 0,2",
+    )  # fmt: skip
     parser.add_argument("-v", "--verbose", action="store_true", help="also show the operator's own log")
     parser.set_defaults(handler=run)
 
@@ -114,10 +122,15 @@ async def _run(job: AnyJob, controller: type[Any], args: argparse.Namespace) -> 
     # lazy: the local runtime (in-memory API server, kubelet) costs import time every other command saves
     from kubetrain.controllers.settings import ControllerSettings  # noqa: PLC0415
     from kubetrain.runtimes.local.console import Console  # noqa: PLC0415
+    from kubetrain.runtimes.local.gpus import GpuFitError, discover, select_gpus  # noqa: PLC0415
     from kubetrain.runtimes.local.runner import LocalRun, LocalRunOptions, Outcome  # noqa: PLC0415
 
+    try:
+        gpus = select_gpus(discover(), args.gpus)
+    except ValueError as err:
+        return _usage(str(err))
     console = Console(sys.stdout, tty=sys.stdout.isatty() and not args.plain, log_dir=args.keep_logs)
-    options = LocalRunOptions(timeout=args.timeout, grace=args.grace, linger=args.linger)
+    options = LocalRunOptions(timeout=args.timeout, grace=args.grace, linger=args.linger, gpus=gpus)
     local = LocalRun(
         job.to_wire(), controller, console=console, options=options,
         controller_options={"settings": ControllerSettings()},
@@ -127,6 +140,9 @@ async def _run(job: AnyJob, controller: type[Any], args: argparse.Namespace) -> 
         loop.add_signal_handler(sig, local.interrupt)
     try:
         result = await local.run()
+    except GpuFitError as err:
+        print(f"kubetrain run: {err}", file=sys.stderr)
+        return ExitCode.FAILED
     except RuntimeError as err:  # the operator itself stopped (a bug): everything was stopped with it
         print(f"kubetrain run: {err}; rerun with -v for the operator's log", file=sys.stderr)
         return ExitCode.FAILED

@@ -5,8 +5,9 @@ What is PyTorch-specific, and only that:
 - **Env** on every container of every pod, rendered by `kubetrain.runtimes.contract.TorchEnv` (the code the
   pods parse it with): `PYTHONUNBUFFERED=1`; with a Master replica, `MASTER_ADDR`/`PET_MASTER_ADDR`
   (`<job>-master-0`), `MASTER_PORT`/`PET_MASTER_PORT` (the Master's `pytorchjob-port`), `WORLD_SIZE`
-  (replicas x nprocPerNode, where auto/cpu/gpu count as 1) and `RANK`/`PET_NODE_RANK` (the index, +1 for
-  workers); `PET_NPROC_PER_NODE`; `PET_NNODES` = the replica total, or `min:max` under an elasticPolicy,
+  (replicas x nprocPerNode; `gpu`/`auto` become the pod's nvidia.com/gpu limit when it has one, else count
+  as 1) and `RANK`/`PET_NODE_RANK` (the index, +1 for workers); `PET_NPROC_PER_NODE` (resolved likewise);
+  `PET_NNODES` = the replica total, or `min:max` under an elasticPolicy,
   which also brings `PET_RDZV_ENDPOINT` (rdzvHost, else `<job>-worker-0`; rdzvPort, else the Worker's
   port), `PET_RDZV_BACKEND` (c10d) and, when set, `PET_RDZV_ID`, `PET_RDZV_CONF`, `PET_MAX_RESTARTS` and
   `PET_STANDALONE`.
@@ -42,13 +43,13 @@ from typing import Any
 from kubetrain.api import PYTORCHJOB, FieldError, PyTorchJob
 from kubetrain.api.pytorchjob import ElasticPolicy, PyTorchReplicaType, RDZVBackend
 from kubetrain.common.job import ExtraObject, Observed, ReplicaCounts, Verdict, replica_name
-from kubetrain.common.job.containers import replica_port, set_env
+from kubetrain.common.job.containers import replica_gpus, replica_port, set_env
 from kubetrain.common.job.decider import all_succeeded, decider_type, decider_verdict, is_decider_pod
 from kubetrain.common.kube.resources import HPAS, Obj
 from kubetrain.controllers.settings import ConfiguredJobController
 from kubetrain.runtimes.contract import ContractError, MasterEnv, RendezvousEnv, TorchEnv, names
 
-__all__ = ["INIT_CONTAINER_NAME", "PyTorchJobController", "nproc_per_node", "torch_env"]
+__all__ = ["INIT_CONTAINER_NAME", "PyTorchJobController", "nproc_per_node", "resolved_nproc", "torch_env"]
 
 _MASTER, _WORKER = PyTorchReplicaType.MASTER, PyTorchReplicaType.WORKER
 INIT_CONTAINER_NAME = "init-pytorch"
@@ -122,17 +123,17 @@ def torch_env(job: PyTorchJob, rtype: str, index: int) -> TorchEnv:
     """The env of replica `rtype`/`index` (the same for every container of its pod)."""
     specs, elastic = job.replica_specs, job.spec.elastic_policy
     total = sum(spec.replicas or 0 for spec in specs.values())
-    nproc = nproc_per_node(job)
     master = None
     if _MASTER in specs:
+        world = sum((s.replicas or 0) * _processes(job, t) for t, s in specs.items())
         master = MasterEnv(
             addr=replica_name(job.name, _MASTER, 0),
             port=replica_port(PYTORCHJOB, specs[_MASTER]) or 0,
-            world_size=total * (int(nproc) if nproc and nproc.isdigit() else 1),
+            world_size=world,
             rank=index + 1 if rtype == _WORKER else index,
         )
     return TorchEnv(
-        nproc_per_node=nproc,
+        nproc_per_node=resolved_nproc(job, rtype),
         nnodes=None if elastic else total,
         master=master,
         rendezvous=_rendezvous(job, elastic) if elastic else None,
@@ -172,6 +173,28 @@ def nproc_per_node(job: PyTorchJob) -> str | None:
     if elastic is not None and elastic.n_proc_per_node is not None:
         return str(elastic.n_proc_per_node)
     return None
+
+
+def resolved_nproc(job: PyTorchJob, rtype: str) -> str | None:
+    """nprocPerNode for `rtype`'s pods as torchrun would resolve it inside them.
+
+    `gpu` and `auto` count the pod's visible GPUs, which a device plugin makes exactly the main container's
+    `nvidia.com/gpu` limit: with a limit, both become that number. Without one, `gpu` stays (torchrun then
+    says there is no GPU) and `auto` stays (torchrun uses the node's CPU count, which only the node knows).
+    """
+    nproc = nproc_per_node(job)
+    if nproc in ("gpu", "auto"):
+        spec = job.replica_specs.get(rtype)
+        gpus = replica_gpus(PYTORCHJOB, spec) if spec is not None else 0
+        if gpus > 0:
+            return str(gpus)
+    return nproc
+
+
+def _processes(job: PyTorchJob, rtype: str) -> int:
+    """Processes per pod of `rtype` in WORLD_SIZE; an unresolved auto/cpu/gpu counts 1, as in Kubeflow."""
+    nproc = resolved_nproc(job, rtype)
+    return int(nproc) if nproc and nproc.isdigit() else 1
 
 
 def _rendezvous(job: PyTorchJob, elastic: ElasticPolicy) -> RendezvousEnv:

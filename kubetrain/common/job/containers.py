@@ -15,7 +15,10 @@ from kubetrain.api import KindInfo, ReplicaSpec
 from kubetrain.common.job.pods import main_container_index
 from kubetrain.common.kube.resources import Obj
 
-__all__ = ["main_container", "replica_port", "set_env"]
+__all__ = ["GPU_RESOURCE", "container_gpus", "main_container", "replica_gpus", "replica_port", "set_env"]
+
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The extended resource of NVIDIA's device plugin: whole GPUs, request equal to limit."""
 
 
 def main_container(pod: Obj, kind: KindInfo) -> dict[str, Any] | None:
@@ -32,6 +35,27 @@ def set_env(container: dict[str, Any], env: Mapping[str, str]) -> None:
     """Set `env` on `container`, in order, replacing any variable of the same name it already had."""
     kept = [e for e in container.get("env") or [] if e.get("name") not in env]
     container["env"] = [*kept, *({"name": name, "value": value} for name, value in env.items())]
+
+
+def container_gpus(container: Mapping[str, Any]) -> int:
+    """The whole GPUs a container (wire form) asks for: its `nvidia.com/gpu` limit, else its request.
+
+    A value that is not a whole number counts as 0: the API server rejects such a pod anyway.
+    """
+    resources = container.get("resources") or {}
+    for part in ("limits", "requests"):
+        value = (resources.get(part) or {}).get(GPU_RESOURCE)
+        if value is not None:
+            text = str(value)
+            return int(text) if text.isdigit() else 0
+    return 0
+
+
+def replica_gpus(kind: KindInfo, spec: ReplicaSpec) -> int:
+    """The GPUs each pod of `spec` gets for its main container (what torchrun's `gpu` would count)."""
+    pod_spec = spec.template.spec.to_wire()
+    index = main_container_index(pod_spec, kind.default_container_name)
+    return 0 if index is None else container_gpus(pod_spec["containers"][index])
 
 
 def replica_port(kind: KindInfo, spec: ReplicaSpec) -> int | None:

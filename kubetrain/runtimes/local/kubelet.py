@@ -78,8 +78,13 @@ class LocalKubelet:
                 main_container=self._main_container(pod),
             )
             self._workers[uid] = self._latest[name] = worker
+            worker.task.add_done_callback(lambda _task: self._planner.release(uid))
 
     # queries and shutdown ---------------------------------------------------------------------------
+    def gpus(self) -> dict[str, str]:
+        """Pod name -> the GPU indices its container holds."""
+        return self._planner.gpu_table({uid: w.name for uid, w in self._workers.items()})
+
     def pids(self) -> dict[str, int]:
         """Pod name -> pid of its running main process."""
         return {name: w.pid for name, w in self._latest.items() if w.pid is not None}

@@ -17,6 +17,7 @@ from pathlib import Path
 from kubetrain.common.job.pods import main_container_index
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
+from kubetrain.runtimes.local.gpus import GpuAllocator, container_gpus, gpu_env
 from kubetrain.runtimes.local.network import Network
 from kubetrain.runtimes.local.node import LocalNode, is_mpi_worker
 from kubetrain.runtimes.local.podenv import ConfigError, Lookup, NodeInfo, expand, resolve_env
@@ -51,15 +52,19 @@ class Planner:
     """Where a container without a usable workingDir runs (the directory `kubetrain run` started in)."""
     default_grace: float = 5.0
     node_info: NodeInfo = field(default_factory=NodeInfo)
+    gpus: GpuAllocator = field(default_factory=lambda: GpuAllocator(()))
+    """Hands out the pods' `nvidia.com/gpu`; the default has none (pods asking for GPUs never schedule)."""
 
     def plan(self, pod: Obj, lookup: Lookup) -> LaunchPlan:
-        """The launch plan of `pod`; raises ConfigError while something it needs is missing."""
+        """The launch plan of `pod`; raises ConfigError while something it needs is missing, and
+        `gpus.Unschedulable` while the GPUs it asks for are held by other pods."""
         spec: Obj = pod.get("spec") or {}
         index = main_container_index(spec, self.default_container)
         if index is None:
             raise ConfigError("the pod has no containers")
         container: Obj = spec["containers"][index]
         name = objects.name(pod)
+        held = self.gpus.allocate(objects.uid(pod), container_gpus(container))
         self.network.declare(name, _ports(container), hostname=str(spec.get("hostname") or ""))
         raw_env = resolve_env(container, pod, lookup, self.node_info)
         mounts = prepare_volumes(
@@ -69,16 +74,30 @@ class Planner:
         env = {k: mounts.rewrite(v) for k, v in self.network.rewrite_env(raw_env, own=name).items()}
         argv, notes, error = self._argv(container, raw_env, mounts, name)
         cwd, cwd_note = self._cwd(container, mounts)
+        node_env = self.node.container_env(env, hostname=str(spec.get("hostname") or name))
+        gpu_notes = [f"nvidia.com/gpu: GPU {', '.join(str(g) for g in held)}"] if held else []
         return LaunchPlan(
             container=str(container.get("name", "")),
             argv=argv,
-            env=self.node.container_env(env, hostname=str(spec.get("hostname") or name)),
+            env={**node_env, **gpu_env(held)},
             cwd=cwd,
             restart_policy=str(spec.get("restartPolicy") or "Always"),
             grace_seconds=float(spec.get("terminationGracePeriodSeconds") or self.default_grace),
-            notes=(*_skipped(spec, index), *mounts.warnings, *notes, *cwd_note),
+            notes=(*_skipped(spec, index), *mounts.warnings, *notes, *cwd_note, *gpu_notes),
             start_error=error,
         )
+
+    def release(self, pod_uid: str) -> None:
+        """The pod's processes are gone: free what it held (its GPUs)."""
+        self.gpus.release(pod_uid)
+
+    def gpu_table(self, names: dict[str, str]) -> dict[str, str]:
+        """Pod name -> the GPU indices it holds, for the view; `names` maps uid -> pod name."""
+        return {
+            names[uid]: ",".join(str(g.index) for g in held)
+            for uid, held in self.gpus.holdings().items()
+            if uid in names
+        }
 
     def _argv(
         self, container: Obj, env: dict[str, str], mounts: Mounts, own: str

@@ -25,6 +25,7 @@ __all__ = [
     "restarts_in_place",
     "running_status",
     "terminated_state",
+    "unschedulable_status",
     "waiting_restart_status",
 ]
 
@@ -71,6 +72,12 @@ def pending_status(container: str, *, reason: str, message: str = "", now: datet
         "startTime": _ts(now),
         "hostIP": "127.0.0.1",
     }
+
+
+def unschedulable_status(message: str, *, now: datetime) -> Obj:
+    """A pod no node can take yet: Pending, PodScheduled False/Unschedulable, as the scheduler writes it."""
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    return {"phase": "Pending", "conditions": [{**condition, "lastTransitionTime": _ts(now)}]}
 
 
 def running_status(

@@ -25,6 +25,7 @@ from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import PODS, Obj
 from kubetrain.runtimes.local import podstatus as ps
 from kubetrain.runtimes.local.agent import container_file
+from kubetrain.runtimes.local.gpus import Unschedulable
 from kubetrain.runtimes.local.plan import LaunchPlan
 from kubetrain.runtimes.local.podenv import ConfigError
 from kubetrain.runtimes.local.process import LocalProcess, StartError
@@ -131,6 +132,11 @@ class PodWorker:
         while not self._stopping.is_set():
             try:
                 return await self._plan_fn(self.pod)
+            except Unschedulable as err:
+                if str(err) != shown:
+                    shown = str(err)
+                    self._sink.notice(self.name, f"Pending (Unschedulable): {err}; waiting for a GPU")
+                    await self._status(ps.unschedulable_status(shown, now=self._now()))
             except ConfigError as err:
                 if str(err) != shown:
                     shown = str(err)

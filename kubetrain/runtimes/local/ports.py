@@ -8,22 +8,22 @@ bound later, by the training process. So the allocator:
 - picks candidates below the kernel's ephemeral range (`ip_local_port_range`), where the OS never puts
   the random source ports of outgoing connections (gloo, gRPC and MPI open many);
 - checks the port can be bound right now (wildcard address, so it also clashes with 127.0.0.1 binds);
-- claims it with an exclusively created file `<port>` holding the owner's pid in a directory shared by
-  all runs on the machine; a claim whose pid is gone is stale and is taken over.
+- claims it (`claims.Claims`: an exclusively created file `<port>` holding the owner's pid, in a directory
+  shared by all runs on the machine; a claim whose pid is gone is stale and is taken over).
 
 `release()` removes the claims of this allocator; a crashed run's claims expire with its pid.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
 import random
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from kubetrain.runtimes.local.claims import Claims
+from kubetrain.runtimes.local.claims import default_claims_dir as claims_dir
 
 __all__ = ["DEFAULT_PORT_RANGE", "PortAllocator", "PortsExhausted", "default_claims_dir", "safe_port_range"]
 
@@ -37,7 +37,7 @@ class PortsExhausted(RuntimeError):
 
 def default_claims_dir() -> Path:
     """The claims directory shared by every local run of this user on this machine."""
-    return Path(tempfile.gettempdir()) / f"kubetrain-local-ports-{os.getuid()}"
+    return claims_dir("ports")
 
 
 def safe_port_range(
@@ -66,6 +66,7 @@ class PortAllocator:
         rng: random.Random | None = None,
     ) -> None:
         self._dir = claims_dir if claims_dir is not None else default_claims_dir()
+        self._claims = Claims(self._dir)
         self._low, self._high = port_range if port_range is not None else safe_port_range()
         if not 1 <= self._low <= self._high <= 65535:
             raise ValueError(f"port range {self._low}-{self._high} is not within 1-65535")
@@ -82,7 +83,7 @@ class PortAllocator:
         for port in self._candidates():
             if port in self._claimed or not _bindable(port):
                 continue
-            if self._claim(port):
+            if self._claims.claim(str(port)):
                 self._claimed.append(port)
                 return port
         raise PortsExhausted(
@@ -93,9 +94,7 @@ class PortAllocator:
     def release(self) -> None:
         """Drop every claim this allocator made."""
         for port in self._claimed:
-            with contextlib.suppress(FileNotFoundError):
-                if self._owner(port) == os.getpid():
-                    (self._dir / str(port)).unlink()
+            self._claims.release(str(port))
         self._claimed.clear()
 
     def _candidates(self) -> Iterator[int]:
@@ -103,29 +102,6 @@ class PortAllocator:
         start = self._rng.randrange(size)
         for offset in range(size):
             yield self._low + (start + offset) % size
-
-    def _claim(self, port: int) -> bool:
-        path = self._dir / str(port)
-        for _ in range(2):  # a second try after removing a stale claim
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                owner = self._owner(port)
-                if owner is not None and _alive(owner):
-                    return False
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                continue
-            with os.fdopen(fd, "w") as claim:
-                claim.write(str(os.getpid()))
-            return True
-        return False
-
-    def _owner(self, port: int) -> int | None:
-        try:
-            return int((self._dir / str(port)).read_text().strip() or "0") or None
-        except (OSError, ValueError):
-            return None
 
 
 def _bindable(port: int) -> bool:
@@ -137,14 +113,4 @@ def _bindable(port: int) -> bool:
             if family == socket.AF_INET6 and err.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
                 continue  # no IPv6 on this machine: the IPv4 check decides
             return False
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True

@@ -40,6 +40,7 @@ from kubetrain.common.job import (
     is_succeeded,
     replica_name,
 )
+from kubetrain.common.job.containers import replica_gpus
 from kubetrain.common.job.policy import pods_to_clean
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.fake import InMemoryApiClient
@@ -47,6 +48,7 @@ from kubetrain.common.kube.informer import Informer
 from kubetrain.common.kube.resources import PODS, Obj
 from kubetrain.common.manager import Manager
 from kubetrain.runtimes.local.console import Console
+from kubetrain.runtimes.local.gpus import Gpu, GpuAllocator, check_fit, discover
 from kubetrain.runtimes.local.kubelet import KubeletOptions, LocalKubelet
 from kubetrain.runtimes.local.network import Hosts, Network
 from kubetrain.runtimes.local.node import RUN_MARKER, LocalNode
@@ -94,6 +96,10 @@ class LocalRunOptions:
     ports: PortAllocator | None = None
     environ: Mapping[str, str] | None = None
     """The environment containers start from (default: this process's)."""
+    gpus: tuple[Gpu, ...] | None = None
+    """The GPUs the run may hand out (default: every GPU of the machine, `gpus.discover()`)."""
+    gpu_claims_dir: Path | None = None
+    """Where GPU claims shared with other local runs live (default: a per-user temp directory)."""
 
 
 @dataclass
@@ -128,6 +134,8 @@ class LocalRun:
         self._console = console
         self._opts = options or LocalRunOptions()
         self._ports = self._opts.ports or PortAllocator()
+        inventory = self._opts.gpus if self._opts.gpus is not None else discover()
+        self._gpus = GpuAllocator(inventory, claims_dir=self._opts.gpu_claims_dir)
         self._interrupts = 0
         self._stop = asyncio.Event()
         self._board = Board()
@@ -149,6 +157,7 @@ class LocalRun:
             outcome, leftovers = await self._run_in(run_dir)
         finally:
             self._ports.release()
+            self._gpus.release_all()
             shutil.rmtree(run_dir, ignore_errors=True)
         snapshot = self._snapshot()
         stopped = {
@@ -161,6 +170,7 @@ class LocalRun:
 
     async def _run_in(self, run_dir: Path) -> tuple[Outcome, tuple[int, ...]]:
         session = self._session = self._wire(run_dir)
+        self._check_gpus(session.controller)
         resource = session.controller.job_resource()
         await session.manager.api.create(resource, self.namespace, self.job)
         manager_task = asyncio.ensure_future(session.manager.run())
@@ -191,6 +201,7 @@ class LocalRun:
             controller.kind.default_container_name,
             self._opts.workdir,
             default_grace=self._opts.grace,
+            gpus=self._gpus,
         )
         options = KubeletOptions(run_dir=run_dir, crash_backoff=self._opts.crash_backoff)
         kubelet = LocalKubelet(api, planner=planner, sink=self._console, clock=SystemClock(), options=options)
@@ -247,7 +258,8 @@ class LocalRun:
             current = session.jobs.store.get(self.namespace, self.name)
             self._last_job = current if current is not None else self._last_job
         pids = session.kubelet.pids() if session else {}
-        rows = self._board.rows(pids, _port_notes(session.network if session else None))
+        gpus = session.kubelet.gpus() if session else {}
+        rows = self._board.rows(pids, _port_notes(session.network if session else None), gpus)
         return Snapshot(
             kind=str(self.job.get("kind", "")),
             namespace=self.namespace,
@@ -256,6 +268,15 @@ class LocalRun:
             rows=rows,
             elapsed=time.monotonic() - self._started,
         )
+
+    def _check_gpus(self, ctl: JobController[Any]) -> None:
+        """Refuse (GpuFitError) a job whose GPU requests can never fit, before anything starts."""
+        job = ctl.default(ctl.kind.model.model_validate(self.job))
+        requests = {
+            str(rtype): (replica_gpus(ctl.kind, spec), spec.replicas or 0)
+            for rtype, spec in job.replica_specs.items()
+        }
+        check_fit(requests, self._gpus.inventory)
 
     def _replica_names(self, ctl: JobController[Any]) -> frozenset[str]:
         job = ctl.default(ctl.kind.model.model_validate(self.job))

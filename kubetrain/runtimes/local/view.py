@@ -37,6 +37,8 @@ class ReplicaRow:
     exit_code: int | None = None
     pid: int | None = None
     ports: str = ""
+    gpus: str = ""
+    """The GPUs the pod holds (indices), as a device plugin allocated them; empty: none."""
 
 
 @dataclass(frozen=True)
@@ -106,13 +108,16 @@ class Board:
             if row.state not in ("Succeeded", "Failed", "Deleted"):
                 self._rows[name] = replace(row, state="Stopped")
 
-    def rows(self, pids: Mapping[str, int], ports: Mapping[str, str]) -> tuple[ReplicaRow, ...]:
-        """The rows, by replica type and index, with the running pids and local ports of this moment."""
+    def rows(
+        self, pids: Mapping[str, int], ports: Mapping[str, str], gpus: Mapping[str, str] | None = None
+    ) -> tuple[ReplicaRow, ...]:
+        """The rows, by replica type and index, with the running pids, local ports and GPUs of this moment."""
         rows = (
             replace(
                 r,
                 pid=pids.get(r.pod) if r.state in ("Running", "Terminating") else None,
                 ports=ports.get(r.pod, ""),
+                gpus=(gpus or {}).get(r.pod, ""),
             )
             for r in self._rows.values()
         )
@@ -140,14 +145,16 @@ _COLUMNS = ("REPLICA", "TYPE", "STATE", "RESTARTS", "EXIT", "PID", "LOCAL PORTS"
 
 def render_table(snapshot: Snapshot, width: int = 120) -> list[str]:
     """The live view: a header line with the job's condition, then one line per replica."""
+    with_gpus = any(r.gpus for r in snapshot.rows)  # the GPUS column only where GPUs are in play
+    columns = (*_COLUMNS, "GPUS") if with_gpus else _COLUMNS
     cells = [
         (r.pod, r.rtype, r.state, str(r.restarts), "" if r.exit_code is None else str(r.exit_code),
-         "" if r.pid is None else str(r.pid), r.ports)
+         "" if r.pid is None else str(r.pid), r.ports, *((r.gpus,) if with_gpus else ()))
         for r in snapshot.rows
     ]  # fmt: skip
-    widths = [max(len(c[i]) for c in [_COLUMNS, *cells]) for i in range(len(_COLUMNS))]
+    widths = [max(len(c[i]) for c in [columns, *cells]) for i in range(len(columns))]
     lines = [_header(snapshot)]
-    for row in [_COLUMNS, *cells]:
+    for row in [columns, *cells]:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return [line[:width] for line in lines]
 

@@ -78,6 +78,34 @@ def test_world_size_counts_processes_per_node_when_it_is_a_number(nproc: str, wo
     assert (got["PET_NPROC_PER_NODE"], got["WORLD_SIZE"]) == (nproc, world_size)
 
 
+def _gpu_replicas(count: int, gpus: int) -> dict[str, Any]:
+    limits = {"resources": {"limits": {"nvidia.com/gpu": gpus}}}
+    return replicas(count, container("pytorch", **limits))
+
+
+@pytest.mark.parametrize("nproc", ["gpu", "auto"])
+def test_gpu_and_auto_resolve_to_the_pods_gpu_limit_as_torchrun_would(nproc: str) -> None:
+    """torchrun counts the GPUs the pod sees, which the device plugin makes its nvidia.com/gpu limit."""
+    specs = {"Master": _gpu_replicas(1, 4), "Worker": _gpu_replicas(3, 4)}
+    for rtype in ("Master", "Worker"):
+        got = torch_env(specs, rtype, 0, nprocPerNode=nproc)
+        assert (got["PET_NPROC_PER_NODE"], got["WORLD_SIZE"]) == ("4", "16")
+
+
+def test_nproc_resolves_per_replica_type_and_a_pod_without_gpus_keeps_the_word() -> None:
+    specs = {"Master": _gpu_replicas(1, 2), "Worker": replicas(2)}
+    master = torch_env(specs, "Master", 0, nprocPerNode="gpu")
+    worker = torch_env(specs, "Worker", 0, nprocPerNode="gpu")
+    assert (master["PET_NPROC_PER_NODE"], worker["PET_NPROC_PER_NODE"]) == ("2", "gpu")
+    assert master["WORLD_SIZE"] == worker["WORLD_SIZE"] == "4"  # 1 x 2 + 2 x 1
+
+
+def test_cpu_and_numbers_ignore_gpu_limits() -> None:
+    specs = {"Master": _gpu_replicas(1, 4), "Worker": _gpu_replicas(1, 4)}
+    assert torch_env(specs, "Master", 0, nprocPerNode="cpu")["PET_NPROC_PER_NODE"] == "cpu"
+    assert torch_env(specs, "Master", 0, nprocPerNode="2")["WORLD_SIZE"] == "4"
+
+
 def test_without_a_master_there_is_no_static_rendezvous() -> None:
     assert torch_env({"Worker": replicas(3)}, "Worker", 1) == {
         "PYTHONUNBUFFERED": "1",

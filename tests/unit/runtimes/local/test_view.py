@@ -92,3 +92,15 @@ def test_the_final_line_states_the_condition_and_reason_or_why_the_run_stopped()
         snapshot(Condition("Running", "TFJobRunning")), outcome="interrupted: every process was stopped"
     )
     assert stopped == "TFJob ns/tf: interrupted: every process was stopped; it was Running"
+
+
+def test_a_gpus_column_shows_which_pod_holds_which_gpu_when_any_does() -> None:
+    rows = (
+        ReplicaRow(pod="ddp-master-0", rtype="master", state="Running", pid=10, gpus="0,1"),
+        ReplicaRow(pod="ddp-worker-0", rtype="worker", state="Pending"),
+    )
+    lines = render_table(Snapshot("PyTorchJob", "ns", "ddp", None, rows))
+    assert lines[1].split()[-1] == "GPUS"
+    assert lines[2].split() == ["ddp-master-0", "master", "Running", "0", "10", "0,1"]
+    assert lines[2].index("0,1") == lines[1].index("GPUS")
+    assert "GPUS" not in render_table(Snapshot("PyTorchJob", "ns", "ddp", None, rows[1:]))[1]
