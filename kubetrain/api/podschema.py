@@ -10,8 +10,12 @@ keep it small enough for client-side `kubectl apply`, whose last-applied annotat
 Decisions (each keeps full validation of every pod field while trimming bytes):
 - Every `$ref` is inlined; a reference cycle (none exists in core/v1 today) is cut to
   `type: object` + `x-kubernetes-preserve-unknown-fields`, so generation never loops.
-- Descriptions are dropped inside the pod template: they are ~60% of the bytes, and
-  `kubectl explain pod.spec` documents the same fields.
+- Descriptions inside the pod template are kept, shortened to their first sentences (at most
+  `SUMMARY_LIMIT` characters), only for the fields users write most (`DESCRIBED`: the fields of the
+  template, the pod spec, containers, resources, env, ports, volumes, mounts, tolerations), so that
+  `kubectl explain tfjob.spec.tfReplicaSpecs.template.spec.containers.image` says something. Every
+  description in full would make each CRD ~300 KB of last-applied JSON, past the 256 KiB limit;
+  docs/validation.md has the measured figures. `kubectl explain pod.spec` documents the rest.
 - `nullable: true` exactly where Kubernetes' Go types write `null` (`GO_NULLS`): fields without
   `omitempty` that are pointers, slices or maps, and every `metav1.Time` (`creationTimestamp: null` in
   every template a Go client or webhook writes). The API server drops a non-nullable `null` only while
@@ -38,15 +42,18 @@ Decisions (each keeps full validation of every pod field while trimming bytes):
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
 
 __all__ = [
+    "DESCRIBED",
     "GO_NULLS",
     "KUBERNETES_SCHEMA_VERSION",
     "POD_TEMPLATE",
     "QUANTITY_PATTERN",
+    "SUMMARY_LIMIT",
     "SchemaSourceError",
     "kubernetes_schema",
     "pod_template_schema",
@@ -83,10 +90,44 @@ GO_NULLS: frozenset[tuple[str, str]] = frozenset(
 )
 """(definition, property) pairs that Go's encoding/json writes as `null` for an unset optional field.
 
-Found by walking core/v1 PodTemplateSpec of k8s.io/api v0.37.0 with Go reflection: every field whose zero
-value marshals as `null` (a `metav1.Time`; a pointer, slice or map without `omitempty`) and that the
-OpenAPI definition does not mark required.
+Found by walking core/v1 PodTemplateSpec of k8s.io/api v0.37.0 with Go reflection (`tools/gonulls`, checked
+by tests/integration/test_go_nulls_source.py): every field whose zero value marshals as `null` (a
+`metav1.Time`; a pointer, slice or map without `omitempty`) and that the OpenAPI definition does not mark
+required.
 """
+
+_CORE = "io.k8s.api.core.v1."
+DESCRIBED: frozenset[str] = frozenset(
+    _CORE + name
+    for name in (
+        "PodTemplateSpec",
+        "PodSpec",
+        "Container",
+        "ResourceRequirements",
+        "EnvVar",
+        "ContainerPort",
+        "Volume",
+        "VolumeMount",
+        "Toleration",
+    )
+)
+"""Definitions whose fields keep a (shortened) description."""
+SUMMARY_LIMIT = 160
+"""Characters of a kept description: whole sentences, at least the first."""
+_SENTENCE = re.compile(r".+?[.!?](?=\s+[A-Z`(]|$)")
+
+
+def _summary(text: str) -> str:
+    """The leading sentences of `text` that fit in `SUMMARY_LIMIT` characters (always the first one)."""
+    text = " ".join(text.split())
+    out = ""
+    for match in _SENTENCE.finditer(text):
+        sentence = match.group(0).strip()
+        if out and len(out) + 1 + len(sentence) > SUMMARY_LIMIT:
+            break
+        out = f"{out} {sentence}" if out else sentence
+    return out or text
+
 
 # Keywords copied as they are; anything not listed here or handled below stops generation.
 _COPIED = (
@@ -203,6 +244,8 @@ class _Inliner:
             for name, field in out["properties"].items():
                 if (where, name) in GO_NULLS:
                     field["nullable"] = True
+                if where in DESCRIBED and node["properties"][name].get("description"):
+                    field["description"] = _summary(node["properties"][name]["description"])
         if isinstance(node.get("additionalProperties"), dict):
             out["additionalProperties"] = self.node(node["additionalProperties"], f"{where}.*")
         if "items" in node:

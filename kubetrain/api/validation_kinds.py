@@ -20,6 +20,7 @@ from kubetrain.api.tfjob import TFJob, TFReplicaType
 __all__ = ["kind_errors"]
 
 _NPROC = re.compile(r"^(auto|cpu|gpu|[1-9][0-9]*)$")
+_NPROC_MAX_LENGTH = 10  # "2147483647"; the CRD's maxLength, which bounds its CEL rule's cost
 _MAX_PORT = 65535
 
 
@@ -46,7 +47,8 @@ def _tf_errors(job: TFJob) -> Iterator[FieldError]:
 
 def _pytorch_errors(job: PyTorchJob) -> Iterator[FieldError]:
     spec = job.spec
-    if spec.nproc_per_node is not None and not _NPROC.match(spec.nproc_per_node):
+    nproc = spec.nproc_per_node
+    if nproc is not None and (not _NPROC.match(nproc) or len(nproc) > _NPROC_MAX_LENGTH):
         yield FieldError(
             "spec.nprocPerNode",
             f"{spec.nproc_per_node!r} is not allowed",
@@ -120,9 +122,11 @@ def _mpi_errors(job: MPIJob) -> Iterator[FieldError]:
                 f"{rspec.restart_policy.value} is not supported by MPIJob",
                 "use Never or OnFailure",
             )
-    if spec.slots_per_worker is not None and spec.slots_per_worker < 0:
+    if spec.slots_per_worker is not None and spec.slots_per_worker < 1:
         yield FieldError(
-            "spec.slotsPerWorker", f"must be >= 0, got {spec.slots_per_worker}", "set it to 1 or more"
+            "spec.slotsPerWorker",
+            f"must be >= 1 (every host of the hostfile needs a slot), got {spec.slots_per_worker}",
+            "set it to the number of processes each worker runs, 1 or more",
         )
     path = spec.ssh_auth_mount_path
     if path is not None and (not path.startswith("/") or posixpath.normpath(path) == "/"):

@@ -160,7 +160,7 @@ def test_replica_types_are_checked_in_any_letter_case(
     assert code == 0, out
     specs["Wroker"] = specs.pop("worker")
     code, out = _apply(crds, namespace, {**job, "metadata": {"name": "typo"}})
-    assert code != 0 and f"spec.{info.replica_specs_field}" in out and "replica types are" in out, out
+    assert code != 0 and f"spec.{info.replica_specs_field}" in out and "must be replica types" in out, out
 
 
 def test_get_shows_state_and_age_columns(crds: ControlPlane, namespace: str) -> None:
@@ -179,3 +179,19 @@ def test_kubectl_scale_sets_pytorchjob_workers(crds: ControlPlane, namespace: st
     assert code == 0, out
     crds.kubectl("scale", f"{info.plural}/elastic", "--replicas=3", namespace=namespace)
     assert _worker(_get(crds, namespace, info, "elastic"), info)["replicas"] == 3
+
+
+@pytest.mark.parametrize(
+    ("path", "described"),
+    [
+        ("tfjobs.spec.tfReplicaSpecs.template.spec.containers.image", "Container image name."),
+        (
+            "pytorchjobs.spec.pytorchReplicaSpecs.template.spec.containers.resources",
+            "Compute Resources required",
+        ),
+        ("mpijobs.spec.mpiReplicaSpecs.template.spec.tolerations", "If specified, the pod's tolerations."),
+    ],
+)
+def test_kubectl_explain_describes_pod_template_fields(crds: ControlPlane, path: str, described: str) -> None:
+    out = crds.kubectl("explain", path).stdout
+    assert described in out, out

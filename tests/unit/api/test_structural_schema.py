@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
 
-from kubetrain.api.podschema import QUANTITY_PATTERN, kubernetes_schema, pod_template_schema
+from kubetrain.api.podschema import QUANTITY_PATTERN, SUMMARY_LIMIT, kubernetes_schema, pod_template_schema
 from kubetrain.api.schema import KUBERNETES_REF, StructuralSchemaError, to_structural
 
 
@@ -65,16 +66,43 @@ def test_a_marked_node_becomes_the_kubernetes_definition() -> None:
     assert schema["properties"]["t"] == pod_template_schema()
 
 
-def test_pod_template_schema_has_no_refs_no_nulls_and_no_descriptions() -> None:
+def test_pod_template_schema_has_no_refs_and_no_nulls() -> None:
     text = str(pod_template_schema())
-    for needle in ("$ref", "'null'", "description", "x-kubernetes-patch", "oneOf"):
+    for needle in ("$ref", "'null'", "x-kubernetes-patch", "oneOf"):
         assert needle not in text
+
+
+def test_only_the_most_used_fields_keep_a_short_description() -> None:
+    spec = pod_template_schema()["properties"]["spec"]["properties"]
+    container = spec["containers"]["items"]["properties"]
+    assert container["image"]["description"] == "Container image name."
+    assert container["imagePullPolicy"]["description"].startswith("Image pull policy. One of Always, Never")
+    assert spec["restartPolicy"]["description"].startswith("Restart policy for all containers")
+    described = _descriptions(pod_template_schema())
+    long_ones = [text for text in described if len(text) > SUMMARY_LIMIT]
+    assert all(re.search(r"[.!?]\s+[A-Z`(]", text) is None for text in long_ones), (
+        "only a first sentence may be long"
+    )
+    probe = container["livenessProbe"]["properties"]
+    assert "description" not in probe["periodSeconds"], "Probe is not among the described definitions"
+
+
+def _descriptions(node: object) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["description"]] if isinstance(node.get("description"), str) else []
+        return own + [text for value in node.values() for text in _descriptions(value)]
+    if isinstance(node, list):
+        return [text for value in node for text in _descriptions(value)]
+    return []
 
 
 def test_optional_list_map_keys_get_the_native_defaults() -> None:
     pod = pod_template_schema()["properties"]["spec"]["properties"]
     port = pod["containers"]["items"]["properties"]["ports"]["items"]["properties"]
-    assert port["protocol"] == {"type": "string", "default": "TCP"}
+    assert {k: v for k, v in port["protocol"].items() if k != "description"} == {
+        "type": "string",
+        "default": "TCP",
+    }
     assert pod["imagePullSecrets"]["items"]["properties"]["name"] == {"type": "string", "default": ""}
 
 
