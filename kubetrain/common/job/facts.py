@@ -118,6 +118,12 @@ class Observed:
 
     replicas: Mapping[str, ReplicaCounts]
     extras: Mapping[Resource, Mapping[str, Obj]] = field(default_factory=lambda: MappingProxyType({}))
+    created: frozenset[str] = frozenset()
+    """Keys (`secrets/pi-ssh`) of the blind extra objects the job's ledger records as created."""
+
+    def was_created(self, resource: Resource, name: str) -> bool:
+        """Whether a blind extra object (`ExtraObject(blind=True)`) was created already."""
+        return f"{resource.plural}/{name}" in self.created
 
     def extra(self, resource: Resource, name: str) -> Obj | None:
         """An owned extra object (read-only), or None."""
