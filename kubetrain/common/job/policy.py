@@ -49,7 +49,8 @@ __all__ = [
     "will_restart",
 ]
 
-_RAN = (PodPhase.RUNNING, PodPhase.UNKNOWN, PodPhase.SUCCEEDED, PodPhase.FAILED)
+_LIVE = (PodPhase.RUNNING, PodPhase.UNKNOWN)
+_RAN = (*_LIVE, PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 DEFAULT_TERMINATING_TIMEOUT = 60.0
 """Seconds after the end of a pod's grace period before it counts as stuck Terminating."""
@@ -191,13 +192,15 @@ def _started(
     lost: Iterable[int],
 ) -> frozenset[int]:
     """Indices whose current pod has run: seen running or finished now, or known earlier while its pod
-    stays. A replaced pod's index starts afresh (its restart is counted); a lost one under `Never` stays."""
+    is being deleted. A replaced pod's index starts afresh (its restart is counted, also while the pod is
+    still being deleted: the operator deletes only failed pods of a running job, so a Running pod going
+    away was deleted by someone else); a lost one under `Never` stays (it stays failed)."""
     earlier = frozenset(before)
     replaced = {p.index for p in restart}
     ran = {
         i
         for i, p in primary.items()
-        if i not in replaced and (p.phase in _RAN or (p.deleting and i in earlier))
+        if i not in replaced and (p.phase in (_LIVE if p.deleting else _RAN) or (p.deleting and i in earlier))
     }
     return frozenset(ran | set(lost))
 
