@@ -18,7 +18,7 @@ from kubetrain.api import PYTORCHJOB
 from kubetrain.common.job import LEDGER_ANNOTATION
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome
-from kubetrain.testing.operator import install_crds, job_manifest, kubectl_apply, replica_spec
+from kubetrain.testing.operator import container_spec, install_crds, job_manifest, kubectl_apply, replica_spec
 from kubetrain.testing.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.chaos
@@ -26,8 +26,8 @@ pytestmark = pytest.mark.chaos
 
 def job(name: str, namespace: str) -> dict[str, Any]:
     specs = {
-        "Master": replica_spec(1, restartPolicy="ExitCode"),
-        "Worker": replica_spec(1, restartPolicy="ExitCode"),
+        "Master": replica_spec(1, container_spec("pytorch"), restartPolicy="ExitCode"),
+        "Worker": replica_spec(1, container_spec("pytorch"), restartPolicy="ExitCode"),
     }
     return job_manifest(PYTORCHJOB, specs, name=name, namespace=namespace)
 

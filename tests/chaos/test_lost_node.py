@@ -46,11 +46,12 @@ async def test_a_replica_lost_with_its_node_while_the_operator_was_down(
     async with on_control_plane(control_plane, [PyTorchJobController], namespace=namespace) as op:
         await wait_until(lambda: op.running(namespace, "b3-master-0", "b3-worker-0"), what="Running")
 
-        async def remembered() -> bool:
-            annotations = (await op.job(namespace, "b3"))["metadata"].get("annotations") or {}
-            return "Worker" in json.loads(annotations.get(LEDGER_ANNOTATION) or "{}").get("started", {})
+        async def seen_running() -> bool:
+            # The reconcile that reports the Worker active has written the ledger (before its status).
+            status = (await op.job(namespace, "b3")).get("status") or {}
+            return bool(((status.get("replicaStatuses") or {}).get("Worker") or {}).get("active"))
 
-        await wait_until(remembered, what="the ledger records the running Worker")
+        await wait_until(seen_running, what="the job's status counts the Worker active")
         lost = objects.uid((await op.pods(namespace))["b3-worker-0"])
     control_plane.kubectl("delete", f"node/{node}", "--wait=false")
     control_plane.kubectl(
@@ -68,6 +69,7 @@ async def test_a_replica_lost_with_its_node_while_the_operator_was_down(
             return pod is not None and objects.uid(pod) != lost
 
         await wait_until(recreated, what="the lost Worker created again")
-        ledger = json.loads((await op.job(namespace, "b3"))["metadata"]["annotations"][LEDGER_ANNOTATION])
-        assert ledger["restarts"] == 1, "a lost replica that ran counts one restart"
+        annotations = (await op.job(namespace, "b3"))["metadata"].get("annotations") or {}
+        ledger = json.loads(annotations.get(LEDGER_ANNOTATION) or "{}")
+        assert ledger.get("restarts") == 1, "a lost replica that ran counts one restart"
         assert await op.condition(namespace, "b3", "Failed") is None

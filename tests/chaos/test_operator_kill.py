@@ -20,7 +20,7 @@ import pytest
 from kubetrain.api import PYTORCHJOB
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome, outcome_annotations
-from kubetrain.testing.operator import install_crds, job_manifest, kubectl_apply, replica_spec
+from kubetrain.testing.operator import container_spec, install_crds, job_manifest, kubectl_apply, replica_spec
 from kubetrain.testing.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.chaos
@@ -38,13 +38,21 @@ def jobs(rng: random.Random, namespace: str) -> dict[str, dict[str, Any]]:
         annotations = outcome_annotations(Outcome.SUCCEEDED, run_for=f"{rng.randint(2, 8)}s")
         policy = "Never" if i % 2 else "OnFailure"
         specs = {
-            "Master": replica_spec(1, restartPolicy=policy, annotations=annotations),
-            "Worker": replica_spec(rng.randint(1, 2), restartPolicy=policy, annotations=annotations),
+            "Master": replica_spec(
+                1, container_spec("pytorch"), restartPolicy=policy, annotations=annotations
+            ),
+            "Worker": replica_spec(
+                rng.randint(1, 2), container_spec("pytorch"), restartPolicy=policy, annotations=annotations
+            ),
         }
         made[f"ok-{i}"] = job_manifest(PYTORCHJOB, specs, name=f"ok-{i}", namespace=namespace)
     for i in range(4):
         annotations = outcome_annotations(Outcome.FAILED, exit_code=137, run_for=f"{rng.randint(1, 2)}s")
-        specs = {"Master": replica_spec(1, restartPolicy="ExitCode", annotations=annotations)}
+        specs = {
+            "Master": replica_spec(
+                1, container_spec("pytorch"), restartPolicy="ExitCode", annotations=annotations
+            )
+        }
         limit = {"backoffLimit": BACKOFF_LIMIT}
         made[f"doomed-{i}"] = job_manifest(
             PYTORCHJOB, specs, name=f"doomed-{i}", namespace=namespace, runPolicy=limit

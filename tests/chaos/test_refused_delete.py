@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -22,7 +21,14 @@ from kubetrain.common.kube import objects
 from kubetrain.controllers.pytorch import PyTorchJobController
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome
-from kubetrain.testing.operator import job_manifest, kubectl_apply, on_control_plane, replica_spec, wait_until
+from kubetrain.testing.operator import (
+    container_spec,
+    job_manifest,
+    kubectl_apply,
+    on_control_plane,
+    replica_spec,
+    wait_until,
+)
 
 pytestmark = pytest.mark.chaos
 
@@ -77,27 +83,28 @@ def install_policy(plane: ControlPlane, namespace: str) -> None:
     """Apply the policy and wait until the API server enforces it (policies load asynchronously)."""
     body = {"apiVersion": "v1", "kind": "List", "items": admission_policy(namespace)}
     plane.kubectl("apply", "-f", "-", input=json.dumps(body))
+    # Never scheduled (no node matches), so a delete that the policy lets through removes it at once.
     probe = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "probe", "annotations": {GUARD: "yes"}},
-        "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "nowhere"},
+        "spec": {
+            "containers": [{"name": "c", "image": "x"}],
+            "nodeSelector": {"chaos.kubetrain.dev/none": "x"},
+        },
     }
-    kubectl_apply(plane, probe, namespace=namespace)
 
     def refused() -> bool:
+        plane.kubectl("create", "-f", "-", namespace=namespace, input=json.dumps(probe), check=False)
         answer = plane.kubectl("delete", "pod/probe", "--wait=false", namespace=namespace, check=False)
-        if answer.returncode == 0:  # not enforced yet: put the probe back and try again
-            kubectl_apply(plane, probe, namespace=namespace)
-            return False
-        return "may not be deleted yet" in answer.stderr
+        return answer.returncode != 0 and "may not be deleted yet" in answer.stderr
 
     deadline = time.monotonic() + 60
     while not refused():
         assert time.monotonic() < deadline, "the admission policy was not enforced within 60 s"
         time.sleep(0.5)
     plane.kubectl("annotate", "pod/probe", f"{GUARD}-", namespace=namespace)
-    plane.kubectl("delete", "pod/probe", "--wait=false", "--grace-period=0", "--force", namespace=namespace)
+    plane.kubectl("delete", "pod/probe", "--wait=false", namespace=namespace)
 
 
 def remove_policy(plane: ControlPlane, namespace: str) -> None:
@@ -111,7 +118,7 @@ async def test_a_refused_delete_of_a_failed_pod_counts_one_restart(
 ) -> None:
     install_policy(control_plane, namespace)
     try:
-        specs = {"Master": replica_spec(1, restartPolicy="ExitCode")}
+        specs = {"Master": replica_spec(1, container_spec("pytorch"), restartPolicy="ExitCode")}
         job = job_manifest(PYTORCHJOB, specs, name="b1", namespace=namespace, runPolicy={"backoffLimit": 1})
         async with on_control_plane(control_plane, [PyTorchJobController], namespace=namespace) as op:
             kubectl_apply(control_plane, job, namespace=namespace)
@@ -126,19 +133,19 @@ async def test_a_refused_delete_of_a_failed_pod_counts_one_restart(
                     for e in op.events.events
                 )
 
-            await wait_until(lambda: _at_least(refusals, 2), what="the operator's delete refused, twice")
+            async def retried_or_failed() -> str:
+                if await op.condition(namespace, "b1", "Failed") is not None:
+                    return "Failed"
+                return "retried" if await refusals() >= 2 else ""
+
+            outcome = await wait_until(retried_or_failed, what="the operator's delete refused, twice")
+            assert outcome == "retried", "one failed pod is one restart, however often its deletion was tried"
             control_plane.kubectl("annotate", "pod/b1-master-0", f"{GUARD}-", namespace=namespace)
             await wait_until(lambda: op.replaced(namespace, "b1-master-0", first), what="replaced")
-            assert await op.condition(namespace, "b1", "Failed") is None, (
-                "one failed pod is one restart, however often its deletion was tried"
-            )
+            assert await op.condition(namespace, "b1", "Failed") is None
             control_plane.finish_pod(namespace, "b1-master-0", Outcome.SUCCEEDED)
             await op.wait_for_condition(namespace, "b1", "Succeeded")
             ledger = json.loads((await op.job(namespace, "b1"))["metadata"]["annotations"][LEDGER_ANNOTATION])
             assert ledger["restarts"] == 1
     finally:
         remove_policy(control_plane, namespace)
-
-
-async def _at_least(count: Callable[[], Awaitable[int]], wanted: int) -> bool:
-    return await count() >= wanted
