@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,21 @@ import pytest
 
 from kubetrain.api import PYTORCHJOB
 from kubetrain.common.job import LEDGER_ANNOTATION
+from kubetrain.testing.binaries import find_binaries
 from kubetrain.testing.controlplane import ControlPlane
-from kubetrain.testing.kwok import Outcome
+from kubetrain.testing.kwok import DEFAULT_NODES, Outcome
 from kubetrain.testing.operator import container_spec, install_crds, job_manifest, kubectl_apply, replica_spec
 from kubetrain.testing.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.chaos
+
+
+@pytest.fixture(scope="module")
+def plane() -> Iterator[ControlPlane]:
+    """A plane of its own: restarting the API server under the session's plane would disturb the other
+    tests' components (kube-scheduler, for one, exits when its cache sees a pod move after a relist)."""
+    with ControlPlane(binaries=find_binaries()) as own:
+        yield own
 
 
 def job(name: str, namespace: str) -> dict[str, Any]:
@@ -29,6 +39,8 @@ def job(name: str, namespace: str) -> dict[str, Any]:
         "Master": replica_spec(1, container_spec("pytorch"), restartPolicy="ExitCode"),
         "Worker": replica_spec(1, container_spec("pytorch"), restartPolicy="ExitCode"),
     }
+    for spec in specs.values():  # bound by the operator's template, not by kube-scheduler
+        spec["template"]["spec"]["nodeName"] = DEFAULT_NODES[0].name
     return job_manifest(PYTORCHJOB, specs, name=name, namespace=namespace)
 
 
@@ -59,8 +71,9 @@ def condition(plane: ControlPlane, namespace: str, name: str, ctype: str) -> boo
 
 
 def test_watches_recover_after_an_apiserver_restart_and_a_compaction(
-    control_plane: ControlPlane, namespace: str, tmp_path: Path
+    plane: ControlPlane, tmp_path: Path
 ) -> None:
+    control_plane, namespace = plane, plane.create_namespace()
     install_crds(control_plane)
     args = [f"--namespace={namespace}", "--no-leader-elect"]
     with OperatorProcess(control_plane.kubeconfig, args, workdir=tmp_path) as op:
