@@ -37,7 +37,7 @@ TYPES = {
 
 
 def base(kind: KindInfo, name: str, namespace: str) -> dict[str, Any]:
-    container = container_spec(kind.default_container_name or "")
+    container = container_spec(kind.default_container_name or "mpi")
     specs = {t: replica_spec(1, container) for t in TYPES[kind.kind]}
     return job_manifest(kind, specs, name=name, namespace=namespace)
 
@@ -60,7 +60,7 @@ def mutate(rng: random.Random, kind: KindInfo, job: dict[str, Any]) -> None:
         lambda: run_policy.update(suspend=rng.random() < 0.5),
         lambda: run_policy.update(schedulingPolicy={"minAvailable": rng.randint(0, 5)}),
         lambda: container.setdefault("env", []).append({"name": rng.choice(_OWNED_ENV), "value": "x"}),
-        lambda: container.update(name=rng.choice(["other", kind.default_container_name])),
+        lambda: container.update(name=rng.choice(["other", kind.default_container_name or "mpi"])),
         lambda: container.update(
             ports=[{"name": kind.default_port_name, "containerPort": rng.randint(1, 65535)}]
         ),
@@ -122,6 +122,7 @@ def test_fuzzed_jobs_never_crash_the_operator(
             if answer.returncode == 0:
                 accepted[f"fuzz-{i}"] = kind
         assert len(accepted) >= JOBS // 2, "most mutations stay within the schema"
+        assert {k.kind for k in accepted.values()} == {TFJOB.kind, PYTORCHJOB.kind, MPIJOB.kind}
 
         def conditions() -> dict[str, list[dict[str, Any]]]:
             found = {}
