@@ -15,6 +15,7 @@ from typing import final
 
 from kubetrain.common.job.children import ChildWriter
 from kubetrain.common.job.compare import contains
+from kubetrain.common.job.facts import blind_key
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj, Resource
 
@@ -46,10 +47,6 @@ class ExtraObject:
     def key(self) -> str:
         """How the ledger names it: `secrets/pi-ssh`."""
         return blind_key(self.resource, self.name)
-
-
-def blind_key(resource: Resource, name: str) -> str:
-    return f"{resource.plural}/{name}"
 
 
 def owned(body: Obj, *, namespace: str, owner: Obj, labels: Mapping[str, str]) -> Obj:
