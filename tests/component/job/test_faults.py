@@ -99,9 +99,10 @@ async def test_two_billion_replicas_fail_the_job_with_a_condition_and_an_event(c
     tracemalloc.stop()
     failed = await cluster.condition("Failed")
     assert failed is not None and failed["reason"] == "ToyJobFailedValidation"
-    assert failed["message"].startswith(
-        "spec.toyReplicaSpecs.Worker.replicas: is 2147483647, more than the 10000 replicas"
-    )
+    # Said by the operator's own check, or by the model once it carries the CRD's maximum: either way
+    # the field and the bound are named.
+    assert failed["message"].startswith("spec.toyReplicaSpecs.Worker.replicas")
+    assert "10000" in failed["message"]
     assert [e.reason for e in cluster.op.events.events if e.type == "Warning"] == ["ToyJobFailedValidation"]
     assert await cluster.pods() == {}
     assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB"
