@@ -52,6 +52,7 @@ class TFJobController(ConfiguredJobController[TFJob]):
 
     kind = TFJOB
     framework = "tensorflow"
+    _last_cluster: tuple[TFJob, Mapping[str, tuple[str, ...]]] | None = None
 
     def configure_pod(self, job: TFJob, rtype: str, index: int, pod: Obj) -> Obj:
         container = main_container(pod, self.kind)
@@ -61,8 +62,16 @@ class TFJobController(ConfiguredJobController[TFJob]):
 
     def tf_config(self, job: TFJob, rtype: str, index: int) -> str:
         """The TF_CONFIG value of replica `rtype`/`index`."""
-        cluster = tf_cluster(job, lambda name: self.settings.service_host(name, job.namespace))
-        return tf_config(cluster, rtype, index, sparse=bool(job.spec.enable_dynamic_worker))
+        return tf_config(self._cluster(job), rtype, index, sparse=bool(job.spec.enable_dynamic_worker))
+
+    def _cluster(self, job: TFJob) -> Mapping[str, tuple[str, ...]]:
+        # The cluster spec lists every replica: computed once per job object (one reconcile renders all
+        # its pods from the same object), not once per pod, which would cost replicas squared.
+        cached = self._last_cluster
+        if cached is None or cached[0] is not job:
+            cluster = tf_cluster(job, lambda name: self.settings.service_host(name, job.namespace))
+            cached = self._last_cluster = (job, cluster)
+        return cached[1]
 
     def is_master(self, job: TFJob, rtype: str, index: int) -> bool:
         return is_decider_pod(self.replica_types(job), self.kind.master_types, _WORKER, rtype, index)

@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any
 
 from kubetrain.testing import components as comp
+from kubetrain.testing import etcd as etcd_store
 from kubetrain.testing.binaries import Binaries, find_binaries
 from kubetrain.testing.certs import make_pki
 from kubetrain.testing.kubeconfig import write_kubeconfig
@@ -78,6 +79,8 @@ class ControlPlane:
         self._dirs: list[Path] = []
         self._workdir: Path | None = None
         self._rest: AdminRest | None = None
+        self._etcd_endpoint = ""
+        self._apiserver_argv: list[str] = []
         self.start_seconds = 0.0
 
     # ---------------------------------------------------------------- lifecycle
@@ -147,6 +150,7 @@ class ControlPlane:
         health = f"http://127.0.0.1:{ports.etcd_client}/health"
         wait_until("etcd /health", lambda: http_ok(health), timeout=self._timeout, processes=[etcd])
         argv = comp.apiserver_args(bins, ports, pki, work / "apiserver") + self._audit_args(work)
+        self._etcd_endpoint, self._apiserver_argv = f"http://127.0.0.1:{ports.etcd_client}", argv
         apiserver = self._spawn("kube-apiserver", argv)
         server = f"https://127.0.0.1:{ports.apiserver}"
         self._rest = AdminRest(server, pki.ca_crt, pki.admin_crt, pki.admin_key)
@@ -168,6 +172,17 @@ class ControlPlane:
         self._wait("the `default` ServiceAccount (kube-controller-manager)", lambda: self._exists("default"))
         for node in self._nodes:
             self._wait_node(node.name, self._timeout)
+
+    def restart_apiserver(self, *, compact: bool = False) -> int | None:
+        """Stop kube-apiserver, optionally compact etcd meanwhile, start it again on the same port and
+        wait until it is ready. Returns the compacted revision: watches older than it get 410 Gone."""
+        old = next(p for p in self._procs if p.name == "kube-apiserver")
+        old.stop(grace=30.0)
+        self._procs.remove(old)
+        revision = etcd_store.compact(self._etcd_endpoint) if compact else None
+        fresh = self._spawn("kube-apiserver", self._apiserver_argv)
+        wait_until("kube-apiserver /readyz", self.rest.ready, timeout=self._timeout, processes=[fresh])
+        return revision
 
     def _audit_args(self, work: Path) -> list[str]:
         if self._audit_policy is None:

@@ -220,3 +220,64 @@ def _rows(table: str) -> dict[str, tuple[str, str]]:
         name, state, age = cells
         rows[name] = (state, age)
     return rows
+
+
+def test_an_mpijob_runs_suspends_resumes_and_restarts_without_reading_a_secret(
+    control_plane: ControlPlane, base: list[Obj], operator: OperatorProcess, namespace: str
+) -> None:
+    """The operator may only create Secrets (it reads none): the job's SSH Secret is created once, kept
+    through suspension, and a replaced worker and a resumed job mount the same key."""
+    job = example_jobs()["mpi-mpich.yaml"]
+    name = job["metadata"]["name"]
+    job["spec"]["runPolicy"] = {"suspend": True}
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["restartPolicy"] = "OnFailure"
+    submit(control_plane, job, namespace)
+    wait_until("Suspended", lambda: "Suspended" in true_conditions(control_plane, namespace, job), timeout=60,
+               processes=[operator.process])  # fmt: skip
+    secret = _secret_uid(control_plane, namespace, f"{name}-ssh")
+    assert secret, "the SSH Secret exists while the job is suspended"
+    pods = replica_pods(job)
+
+    def patch_suspend(value: bool) -> None:
+        body = json.dumps({"spec": {"runPolicy": {"suspend": value}}})
+        control_plane.kubectl("patch", "mpijob", name, "--type=merge", "-p", body, namespace=namespace)
+
+    def all_running() -> bool:
+        return all(phases(control_plane, namespace).get(p) == "Running" for p in pods)
+
+    patch_suspend(False)
+    wait_until("pods Running after resume", all_running, timeout=120, processes=[operator.process])
+    worker = f"{name}-worker-1"
+    before = _pod_uid(control_plane, namespace, worker)
+    control_plane.kubectl("delete", "pod", worker, "--wait=false", namespace=namespace)  # e.g. evicted
+    wait_until("the worker replaced", lambda: _pod_uid(control_plane, namespace, worker) not in ("", before),
+               timeout=120, processes=[operator.process])  # fmt: skip
+    patch_suspend(True)
+    wait_until("pods deleted on suspend", lambda: not set(pods) & set(phases(control_plane, namespace)),
+               timeout=120, processes=[operator.process])  # fmt: skip
+    patch_suspend(False)
+    run_to_success(control_plane, namespace, [job], operator)
+    assert _secret_uid(control_plane, namespace, f"{name}-ssh") == secret, "created once, never replaced"
+    ledger = control_plane.kubectl(
+        "get",
+        "mpijob",
+        name,
+        "-o",
+        "jsonpath={.metadata.annotations.kubetrain\\.io/ledger}",
+        namespace=namespace,
+    ).stdout
+    assert f"secrets/{name}-ssh" in json.loads(ledger)["created"]
+    assert rbac_denials(operator, operator_container(base)[0]) == []
+
+
+def _secret_uid(plane: ControlPlane, namespace: str, name: str) -> str:
+    """As the admin: the operator itself may not read Secrets."""
+    answer = plane.kubectl("get", "secret", name, "-o", "jsonpath={.metadata.uid}", namespace=namespace,
+                           check=False)  # fmt: skip
+    return answer.stdout.strip() if answer.returncode == 0 else ""
+
+
+def _pod_uid(plane: ControlPlane, namespace: str, name: str) -> str:
+    answer = plane.kubectl("get", "pod", name, "-o", "jsonpath={.metadata.uid}", namespace=namespace,
+                           check=False)  # fmt: skip
+    return answer.stdout.strip() if answer.returncode == 0 else ""

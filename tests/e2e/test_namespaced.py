@@ -41,7 +41,7 @@ QUESTIONS = (
     ("list", "pods"),
     ("patch", "tfjobs.kubeflow.org", "--subresource=status"),
     ("create", "events"),
-    ("watch", "secrets"),
+    ("create", "secrets"),
 )
 """`kubectl auth can-i` questions: yes in the operator's namespace, no anywhere else."""
 

@@ -15,8 +15,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, final
 
 from kubetrain.common.errors import AlreadyExists, ApiError, Conflict, NotFound
@@ -64,21 +65,28 @@ class ChildWriter:
         return self._key
 
     async def create_all(
-        self, resource: Resource, bodies: Sequence[Obj], *, expect: str | None = None
+        self, resource: Resource, bodies: Iterable[Obj], *, expect: str | None = None
     ) -> int:
-        """Create `bodies` in doubling batches; returns how many exist afterwards."""
-        done, start, size = 0, 0, 1
-        while start < len(bodies):
-            batch = bodies[start : start + size]
+        """Create `bodies` in doubling batches; returns how many exist afterwards.
+
+        `bodies` is consumed lazily, one batch at a time: pass a generator, and no more than one batch of
+        rendered bodies is held at once however many are created."""
+        done, size, pending = 0, 1, iter(bodies)
+        while batch := list(islice(pending, size)):
             results = await asyncio.gather(*(self.create(resource, body, expect=expect) for body in batch))
             done += sum(results)
             if not all(results):
                 break
-            start, size = start + len(batch), min(size * 2, _MAX_BATCH)
+            size = min(size * 2, _MAX_BATCH)
         return done
 
-    async def create(self, resource: Resource, body: Obj, *, expect: str | None = None) -> bool:
-        """Create one child; True when it exists afterwards (created now, or already ours)."""
+    async def create(
+        self, resource: Resource, body: Obj, *, expect: str | None = None, blind: bool = False
+    ) -> bool:
+        """Create one child; True when it exists afterwards (created now, or already ours).
+
+        `blind`: an object the operator may not read (a Secret); AlreadyExists counts as present without
+        reading it back to check its owner."""
         name = objects.name(body)
         if expect:
             self._expectations.expect(self._key, expect, adds=1)
@@ -86,7 +94,7 @@ class ChildWriter:
             await self._api.create(resource, self._key.namespace, body)
         except AlreadyExists as err:
             self._observed_create(expect)
-            return await self._owned_already(resource, name, err)
+            return True if blind else await self._owned_already(resource, name, err)
         except ApiError as err:
             self._observed_create(expect)
             return self._failed(resource.kind, name, err)

@@ -36,6 +36,7 @@ from kubetrain.common.job.extras import ExtraObject
 from kubetrain.common.job.facts import Observed
 from kubetrain.common.job.fence import WriteFence
 from kubetrain.common.job.gang import GangScheduling
+from kubetrain.common.job.limits import oversized
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT
 from kubetrain.common.job.sync import JobSync, reject
 from kubetrain.common.job.verdict import Verdict, default_verdict
@@ -185,7 +186,7 @@ class JobController(Generic[JobT]):
             return Result(requeue_after=CONFLICT_RETRY)
 
     async def _sync(self, request: Request, sync: JobSync[JobT]) -> Result:
-        errors = self.validate(sync.job)
+        errors = oversized(self.kind, sync.job) or self.validate(sync.job)
         if errors:
             return await sync.invalid(errors)
         if sync.finished:

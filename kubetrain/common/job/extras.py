@@ -15,10 +15,11 @@ from typing import final
 
 from kubetrain.common.job.children import ChildWriter
 from kubetrain.common.job.compare import contains
+from kubetrain.common.job.facts import blind_key
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj, Resource
 
-__all__ = ["ExtraObject", "owned", "sync_extras"]
+__all__ = ["ExtraObject", "blind_key", "owned", "sync_extras"]
 
 
 @final
@@ -28,15 +29,24 @@ class ExtraObject:
 
     `body` needs `metadata.name`; namespace, the controlling ownerReference and the job's labels are
     added by the template. `update=False`: create once, never patch (generated keys, immutable specs).
+    `blind=True`: create once and never read it back, not even to see that it exists (the operator may
+    not read Secrets): the job's ledger records it as created, AlreadyExists counts as present, and the
+    owner reference removes it with the job. Its resource need not be in `extra_resources`.
     """
 
     resource: Resource
     body: Obj
     update: bool = True
+    blind: bool = False
 
     @property
     def name(self) -> str:
         return objects.name(self.body)
+
+    @property
+    def key(self) -> str:
+        """How the ledger names it: `secrets/pi-ssh`."""
+        return blind_key(self.resource, self.name)
 
 
 def owned(body: Obj, *, namespace: str, owner: Obj, labels: Mapping[str, str]) -> Obj:
@@ -57,10 +67,18 @@ async def sync_extras(
     namespace: str,
     owner: Obj,
     labels: Mapping[str, str],
-) -> None:
-    """Create, patch and delete so that the owned objects of `observed`'s resources are `desired`."""
+) -> frozenset[str]:
+    """Create, patch and delete so that the owned objects of `observed`'s resources are `desired`.
+
+    Returns the keys of the blind objects that exist now (created, or found to exist already)."""
     wanted: set[tuple[Resource, str]] = set()
+    made: set[str] = set()
     for extra in desired:
+        if extra.blind:
+            body = owned(extra.body, namespace=namespace, owner=owner, labels=labels)
+            if await writer.create(extra.resource, body, blind=True):
+                made.add(extra.key)
+            continue
         if extra.resource not in observed:
             raise ValueError(
                 f"extra object {extra.name} is a {extra.resource}, not in the controller's extra_resources"
@@ -76,3 +94,4 @@ async def sync_extras(
         for name, obj in by_name.items():
             if (resource, name) not in wanted and not objects.is_deleting(obj):
                 await writer.delete(resource, name, uid=objects.uid(obj))
+    return frozenset(made)

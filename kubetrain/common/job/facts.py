@@ -22,7 +22,7 @@ from kubetrain.common.job.labels import replica_index
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj, Resource
 
-__all__ = ["Observed", "PodFacts", "PodPhase", "ReplicaCounts"]
+__all__ = ["Observed", "PodFacts", "PodPhase", "ReplicaCounts", "blind_key"]
 
 _TIME: TypeAdapter[datetime] = TypeAdapter(Time)
 
@@ -118,6 +118,12 @@ class Observed:
 
     replicas: Mapping[str, ReplicaCounts]
     extras: Mapping[Resource, Mapping[str, Obj]] = field(default_factory=lambda: MappingProxyType({}))
+    created: frozenset[str] = frozenset()
+    """Keys (`secrets/pi-ssh`) of the blind extra objects the job's ledger records as created."""
+
+    def was_created(self, resource: Resource, name: str) -> bool:
+        """Whether a blind extra object (`ExtraObject(blind=True)`) was created already."""
+        return blind_key(resource, name) in self.created
 
     def extra(self, resource: Resource, name: str) -> Obj | None:
         """An owned extra object (read-only), or None."""
@@ -154,3 +160,8 @@ def _exit_code(pod: Mapping[str, Any], main_container: str | None) -> int | None
             if terminated and terminated.get("exitCode") is not None:
                 return int(terminated["exitCode"])
     return None
+
+
+def blind_key(resource: Resource, name: str) -> str:
+    """How the job's ledger names a blind extra object: `secrets/pi-ssh`."""
+    return f"{resource.plural}/{name}"

@@ -71,14 +71,17 @@ class JobView:
                 now=now,
                 terminating_timeout=self._timeout,
                 succeeded_before=ledger.indices(rtype),
+                started_before=ledger.started_indices(rtype),
+                counted_before=ledger.counted,
             )
         return plans
 
-    def observed(self, plans: Mapping[str, ReplicaPlan]) -> Observed:
+    def observed(self, plans: Mapping[str, ReplicaPlan], created: frozenset[str] = frozenset()) -> Observed:
         extras = {res: MappingProxyType(dict(by_name)) for res, by_name in self.extras.items()}
         return Observed(
             replicas=MappingProxyType({rtype: plan.counts for rtype, plan in plans.items()}),
             extras=MappingProxyType(extras),
+            created=created,
         )
 
     def selectors(self) -> dict[str, dict[str, str]]:

@@ -9,21 +9,30 @@ never from in-memory counters, so an operator restart changes nothing. The rules
 - A pod being deleted is not active. Once its grace period (`deletionTimestamp`) has passed by more than
   `terminating_timeout` seconds it is "stuck" (its node is gone): it is force-deleted so that its name
   frees up, and meanwhile it counts as restarting (or as failed under `Never` if it was running).
+- A pod that vanished (its node deleted, the pod garbage-collected before the operator saw it go) is
+  judged by whether it was seen running (the ledger's `started` indices): under `Never` it is a failure,
+  never a silent second run; under `Always`, `OnFailure` and `ExitCode` it is recreated and counts a
+  restart. One that never ran is simply created again; one that succeeded is never run again.
 - backoffLimit counts restarts: container restarts of the pods that stay, plus every pod replaced so
-  far (with its container restarts). The job fails once that total exceeds the limit.
+  far (with its container restarts) and every lost one. The job fails once that total exceeds the
+  limit. A failed pod counts once, by its UID, however often deleting it has to be retried.
+- At most `CREATES_PER_RECONCILE` missing indices are planned at a time: the plan's size follows the
+  pods that exist, not the replica count a user wrote.
 - activeDeadlineSeconds runs from `status.startTime`; ttlSecondsAfterFinished from `completionTime`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from itertools import islice
 from typing import final
 
 from kubetrain.api import CleanPodPolicy, RestartPolicy
 from kubetrain.common.job.facts import PodFacts, PodPhase, ReplicaCounts
+from kubetrain.common.job.limits import CREATES_PER_RECONCILE
 
 __all__ = [
     "DEFAULT_TERMINATING_TIMEOUT",
@@ -39,6 +48,9 @@ __all__ = [
     "seconds_until",
     "will_restart",
 ]
+
+_LIVE = (PodPhase.RUNNING, PodPhase.UNKNOWN)
+_RAN = (*_LIVE, PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 DEFAULT_TERMINATING_TIMEOUT = 60.0
 """Seconds after the end of a pod's grace period before it counts as stuck Terminating."""
@@ -75,6 +87,10 @@ class ReplicaPlan:
     recheck_after: float | None = None
     """Seconds until a Terminating pod becomes stuck, when one is waited for."""
     succeeded_indices: frozenset[int] = field(default_factory=frozenset)
+    started_indices: frozenset[int] = field(default_factory=frozenset)
+    """Indices whose current pod has run (for the ledger): a pod of these that vanishes was lost."""
+    counted: frozenset[str] = field(default_factory=frozenset)
+    """UIDs of the pods in `restart`: counted in the ledger, so a repeated delete never counts again."""
 
 
 def is_retryable_exit_code(code: int) -> bool:
@@ -117,11 +133,16 @@ def plan_replica(
     now: datetime,
     terminating_timeout: float = DEFAULT_TERMINATING_TIMEOUT,
     succeeded_before: Iterable[int] = (),
+    started_before: Iterable[int] = (),
+    counted_before: Collection[str] = (),
 ) -> ReplicaPlan:
     """Decide for one replica type: which indices to create, which pods to replace, remove or force-delete.
 
-    `succeeded_before` are indices whose pod is known to have succeeded (from the job's ledger): such an
-    index stays succeeded even when its pod has been removed by the cluster, and is never recreated.
+    From the job's ledger: `succeeded_before` are indices whose pod is known to have succeeded (such an
+    index stays succeeded even when its pod has been removed by the cluster, and is never recreated);
+    `started_before` are indices whose pod was seen running (one that vanished unseen is lost: failed
+    under `Never`, recreated with a restart counted otherwise); `counted_before` are UIDs of failed pods
+    whose restart is already counted (their deletion is retried without counting them again).
     """
     primary, extra = _by_index(pods, replicas)
     done_earlier = frozenset(i for i in succeeded_before if 0 <= i < replicas)
@@ -129,6 +150,11 @@ def plan_replica(
     restart = tuple(
         p for i, p in sorted(primary.items()) if buckets[i] is Bucket.RESTARTING and not p.deleting
     )
+    fresh = [p for p in restart if p.uid not in counted_before]
+    lost = sorted(
+        i for i in started_before if 0 <= i < replicas and i not in primary and i not in done_earlier
+    )
+    lost_fails = policy is RestartPolicy.NEVER
     stuck = [p for p in [*primary.values(), *extra] if p.deleting and is_stuck(p, now, terminating_timeout)]
     waiting = [p.deletion for p in [*primary.values(), *extra] if p.deleting and p not in stuck]
     succeeded = {i for i, b in buckets.items() if b is Bucket.SUCCEEDED} | (done_earlier - primary.keys())
@@ -137,23 +163,46 @@ def plan_replica(
         active=_count(buckets.values(), Bucket.ACTIVE),
         pending=_count(buckets.values(), Bucket.PENDING),
         succeeded=len(succeeded),
-        failed=_count(buckets.values(), Bucket.FAILED),
+        failed=_count(buckets.values(), Bucket.FAILED) + (len(lost) if lost_fails else 0),
         restarting=_count(buckets.values(), Bucket.RESTARTING),
         pods=primary,
     )
+    skip = primary.keys() | done_earlier | (set(lost) if lost_fails else set())
     return ReplicaPlan(
         counts=counts,
-        create=tuple(i for i in range(replicas) if i not in primary and i not in done_earlier),
+        create=tuple(islice((i for i in range(replicas) if i not in skip), CREATES_PER_RECONCILE)),
         restart=restart,
         remove=tuple(p for p in extra if not p.deleting),
         force=tuple(stuck),
-        restart_units=sum(1 + p.restarts for p in restart),
+        restart_units=sum(1 + p.restarts for p in fresh) + (0 if lost_fails else len(lost)),
         live_restarts=0
         if policy is RestartPolicy.NEVER
         else sum(p.restarts for p in primary.values() if not p.deleting and p not in restart),
         recheck_after=min((_seconds(d, now) + terminating_timeout for d in waiting if d), default=None),
         succeeded_indices=frozenset(succeeded),
+        started_indices=_started(primary, restart, started_before, lost if lost_fails else ()),
+        counted=frozenset(p.uid for p in restart if p.uid),
     )
+
+
+def _started(
+    primary: Mapping[int, PodFacts],
+    restart: Sequence[PodFacts],
+    before: Iterable[int],
+    lost: Iterable[int],
+) -> frozenset[int]:
+    """Indices whose current pod has run: seen running or finished now, or known earlier while its pod
+    is being deleted. A replaced pod's index starts afresh (its restart is counted, also while the pod is
+    still being deleted: the operator deletes only failed pods of a running job, so a Running pod going
+    away was deleted by someone else); a lost one under `Never` stays (it stays failed)."""
+    earlier = frozenset(before)
+    replaced = {p.index for p in restart}
+    ran = {
+        i
+        for i, p in primary.items()
+        if i not in replaced and (p.phase in (_LIVE if p.deleting else _RAN) or (p.deleting and i in earlier))
+    }
+    return frozenset(ran | set(lost))
 
 
 def past_backoff_limit(limit: int | None, restarts: int) -> bool:

@@ -56,21 +56,29 @@ class Renderer(Generic[JobT]):
                 self._writer.event(EventType.WARNING, "SetPodTemplateSchedulerName", other)
         return self._ctl.configure_pod(job, rtype, index, pod)
 
-    def services(self) -> dict[str, Obj]:
-        """The headless Service of every replica whose type wants one, by name."""
+    def service_keys(self) -> dict[str, tuple[str, int]]:
+        """The name of every replica Service the job wants, with its replica type and index.
+
+        Only names: the bodies are rendered (`service`) for the missing ones, a batch at a time."""
         job, wanted = self._job, {}
         for rtype in self._ctl.replica_types(job):
-            if not self._ctl.wants_service(job, rtype):
-                continue
-            spec = job.replica_specs[rtype]
-            ports = service_ports(spec.template.spec.to_wire(), self._ctl.kind.default_container_name)
-            for index in range(spec.replicas or 0):
-                name = replica_name(job.name, rtype, index)
-                labels = replica_labels(self._operator, job.name, rtype, index)
-                wanted[name] = desired_service(
-                    name=name, namespace=job.namespace, labels=labels, owner=self._owner, ports=ports
-                )
+            if self._ctl.wants_service(job, rtype):
+                for index in range(job.replica_specs[rtype].replicas or 0):
+                    wanted[replica_name(job.name, rtype, index)] = (rtype, index)
         return wanted
+
+    def service(self, rtype: str, index: int) -> Obj:
+        """The headless Service of replica `rtype`/`index`, named like its pod."""
+        job = self._job
+        spec = job.replica_specs[rtype]
+        ports = service_ports(spec.template.spec.to_wire(), self._ctl.kind.default_container_name)
+        return desired_service(
+            name=replica_name(job.name, rtype, index),
+            namespace=job.namespace,
+            labels=replica_labels(self._operator, job.name, rtype, index),
+            owner=self._owner,
+            ports=ports,
+        )
 
     def podgroup(self, gang: gangs.GangScheduling, raw_job: Mapping[str, Any], existing: Obj | None) -> Obj:
         """The job's PodGroup for `gang`."""

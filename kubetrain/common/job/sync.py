@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kubetrain.api import CleanPodPolicy, FieldError, JobStatus, TrainingJob
@@ -22,6 +23,7 @@ from kubetrain.common.job.extras import sync_extras
 from kubetrain.common.job.facts import Observed, PodFacts
 from kubetrain.common.job.labels import job_labels
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION, Ledger
+from kubetrain.common.job.limits import CREATES_PER_RECONCILE
 from kubetrain.common.job.observe import JobView
 from kubetrain.common.job.policy import (
     ReplicaPlan,
@@ -84,7 +86,7 @@ class JobSync(Generic[JobT]):
         b.created()
         b.started()
         plans = self.view.plans(self.ledger, self.now)
-        observed = self.view.observed(plans)
+        observed = self.view.observed(plans, self.ledger.created)
         stop = self._enforce_limits(plans)
         if not stop:
             self._judge(self.ctl.verdict(self.job, observed), plans)
@@ -103,7 +105,8 @@ class JobSync(Generic[JobT]):
         await self._delete_pods(pods)
         await self._delete_services(self.view.services_except(()))
         await self._delete_podgroup()
-        await self._sync_extras(self.view.observed(self.view.plans(self.ledger, self.now)))
+        plans = self.view.plans(self.ledger, self.now)
+        await self._sync_extras(self.view.observed(plans, self.ledger.created))
         return Result(requeue_after=self.view.terminating_recheck(pods, self.now))
 
     async def finish(self) -> Result:
@@ -161,7 +164,7 @@ class JobSync(Generic[JobT]):
         admitted = await self._sync_podgroup()
         for rtype, plan in plans.items():
             if admitted and plan.create and self.ctl.ready_to_create(self.job, rtype, observed):
-                bodies = [self.render.pod(rtype, index) for index in plan.create]
+                bodies = (self.render.pod(rtype, index) for index in plan.create)
                 await self.writer.create_all(PODS, bodies, expect="pods")
         await self._sync_services()
         await self._sync_extras(observed)
@@ -177,9 +180,10 @@ class JobSync(Generic[JobT]):
             self._deleted.add(pod.name)
 
     async def _sync_services(self) -> None:
-        wanted = self.render.services()
-        missing = [body for name, body in wanted.items() if name not in self.view.services]
-        await self.writer.create_all(SERVICES, missing, expect="services")
+        wanted = self.render.service_keys()
+        missing = islice((k for n, k in wanted.items() if n not in self.view.services), CREATES_PER_RECONCILE)
+        bodies = (self.render.service(rtype, index) for rtype, index in missing)
+        await self.writer.create_all(SERVICES, bodies, expect="services")
         for name in self.view.services_except(wanted):
             service = self.view.services[name]
             if not objects.is_deleting(service):
@@ -199,11 +203,11 @@ class JobSync(Generic[JobT]):
         return gangs.podgroup_admitted(gang, existing)
 
     async def _sync_extras(self, observed: Observed) -> None:
-        if not self.ctl.extra_resources:
-            return
         labels = job_labels(self.ctl.kind.operator_name, self.job.name)
         desired = self.ctl.extra_objects(self.job, observed)
-        await sync_extras(
+        if not desired and not self.ctl.extra_resources:
+            return
+        made = await sync_extras(
             self.writer,
             desired,
             observed.extras,
@@ -211,6 +215,10 @@ class JobSync(Generic[JobT]):
             owner=self.owner,
             labels=labels,
         )
+        ledger = self.ledger
+        for key in made:
+            ledger = ledger.with_created(key)
+        await self._write_ledger_value(ledger)
 
     # concluding ----------------------------------------------------------------------------------------
     async def _conclude(self, plans: Plans, *, stop_active: bool) -> Result:
@@ -270,9 +278,13 @@ class JobSync(Generic[JobT]):
 
     # the ledger ----------------------------------------------------------------------------------------
     async def _write_ledger(self, plans: Plans) -> None:
+        """Restarts with the UIDs they count, started and succeeded indices: all in one write, before any
+        pod is deleted or recreated, so that a failed or repeated write never counts a pod twice."""
         ledger = self.ledger.with_restarts(sum(plan.restart_units for plan in plans.values()))
+        ledger = ledger.with_counted(uid for plan in plans.values() for uid in plan.counted)
         for rtype, plan in plans.items():
             ledger = ledger.with_succeeded(rtype, plan.succeeded_indices)
+            ledger = ledger.with_started(rtype, plan.started_indices)
         await self._write_ledger_value(ledger)
 
     async def _write_ledger_value(self, ledger: Ledger) -> None:

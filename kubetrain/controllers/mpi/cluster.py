@@ -18,8 +18,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import final
 
-from kubetrain.api import MPIJOB, MPIJob, MPIReplicaType
+from kubetrain.api import MPIJOB, FieldError, MPIJob, MPIReplicaType
 from kubetrain.common.job import Observed, PodPhase, job_labels, replica_name
+from kubetrain.common.job.limits import CONFIGMAP_MAX_BYTES
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.mpi.sshkey import generate_ssh_key
 from kubetrain.controllers.settings import ControllerSettings
@@ -31,6 +32,7 @@ __all__ = [
     "SSH_PUBLIC_KEY",
     "JobHosts",
     "config_map",
+    "config_map_fits",
     "config_map_name",
     "secret_name",
     "service",
@@ -135,6 +137,24 @@ def config_map(job: MPIJob, hosts: JobHosts, observed: Observed) -> Obj:
             DISCOVER_HOSTS_KEY: hosts.discover_hosts(observed).render(),
         },
     }
+
+
+def config_map_fits(job: MPIJob, hosts: JobHosts) -> list[FieldError]:
+    """An error when `<job>-config` could exceed a ConfigMap's 1 MiB: with every worker Running, its
+    discover_hosts.sh lists as many hosts as the hostfile."""
+    every = DiscoverHosts(hosts=tuple(entry.host for entry in hosts.hostfile().entries))
+    size = len(hosts.hostfile().render().encode()) + len(every.render().encode())
+    if size <= CONFIGMAP_MAX_BYTES:
+        return []
+    return [
+        FieldError(
+            f"spec.mpiReplicaSpecs.{MPIReplicaType.WORKER}.replicas",
+            f"is {_workers(job)}: the hostfile and discover_hosts.sh would take {size} bytes, more than "
+            f"the {CONFIGMAP_MAX_BYTES} bytes (1 MiB) a ConfigMap may hold",
+            "run fewer, larger workers (raise slotsPerWorker), or shorten the job and namespace names "
+            "that every host name repeats",
+        )
+    ]
 
 
 def ssh_secret(job: MPIJob) -> Obj:

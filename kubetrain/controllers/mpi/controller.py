@@ -50,7 +50,8 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
 
     kind = MPIJOB
     framework = "mpi"
-    extra_resources = (SERVICES, CONFIGMAPS, SECRETS)
+    extra_resources = (SERVICES, CONFIGMAPS)
+    """The SSH Secret is not among them: the operator creates it blind and never reads Secrets."""
 
     def default(self, job: MPIJob) -> MPIJob:
         given = job.run_policy
@@ -64,7 +65,8 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
         return defaulted.model_copy(update={"spec": defaulted.spec.model_copy(update={"run_policy": policy})})
 
     def validate(self, job: MPIJob) -> Sequence[FieldError]:
-        return list(validate(job))  # slotsPerWorker >= 1 is among the shared rules (the CRD has it too)
+        errors = list(validate(job))  # slotsPerWorker >= 1 is among the shared rules (the CRD has it too)
+        return errors or cluster.config_map_fits(job, cluster.JobHosts(job, self.settings))
 
     def is_master(self, job: MPIJob, rtype: str, index: int) -> bool:
         return False  # v2beta1 labels roles `launcher`/`worker` (configure_pod), not `master`
@@ -95,11 +97,11 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
 
     def extra_objects(self, job: MPIJob, observed: Observed) -> Sequence[ExtraObject]:
         hosts = cluster.JobHosts(job, self.settings)
-        secret = observed.extra(SECRETS, cluster.secret_name(job))
-        # The key is generated only while the Secret is missing; once it exists it is kept as it is.
-        ssh = cluster.ssh_secret(job) if secret is None else {"metadata": {"name": cluster.secret_name(job)}}
-        return [
+        wanted = [
             ExtraObject(SERVICES, cluster.service(job), update=False),  # fixed for the job's life
             ExtraObject(CONFIGMAPS, cluster.config_map(job, hosts, observed)),
-            ExtraObject(SECRETS, ssh, update=False),
         ]
+        # The key is generated only until the ledger records the Secret as created: it is never read.
+        if not observed.was_created(SECRETS, cluster.secret_name(job)):
+            wanted.append(ExtraObject(SECRETS, cluster.ssh_secret(job), update=False, blind=True))
+        return wanted

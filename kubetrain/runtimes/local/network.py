@@ -22,10 +22,10 @@ and files. MPI hostfiles keep the pod names on purpose: the local remote-shell a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Container, Mapping
 from dataclasses import dataclass, field, replace
 
-__all__ = ["LOCAL_ADDRESS", "Hosts", "Network"]
+__all__ = ["LOCAL_ADDRESS", "Hosts", "Network", "ReplicaNames"]
 
 LOCAL_ADDRESS = "127.0.0.1"
 _SELF_ALIASES = frozenset({"localhost", "127.0.0.1", "0.0.0.0"})
@@ -40,7 +40,8 @@ class Hosts:
     host names where they differ (`spec.hostname`, e.g. the MPI launcher's `<job>-launcher`)."""
 
     namespace: str
-    replicas: frozenset[str]
+    replicas: Container[str]
+    """Answers "is this a replica's name?"; `ReplicaNames` does it without listing every replica."""
     aliases: Mapping[str, str] = field(default_factory=dict)
     """host name -> replica."""
 
@@ -58,6 +59,26 @@ class Hosts:
     def _namespace_suffix(self, rest: str) -> bool:
         ns = self.namespace
         return rest in ("", ns, f"{ns}.svc") or rest.startswith(f"{ns}.svc.")
+
+
+@dataclass(frozen=True)
+class ReplicaNames(Container[str]):
+    """The names `<job>-<rtype>-<index>` of a job's replicas, as a membership test: it costs the same for
+    ten replicas as for ten thousand, so a replica count never sizes the local runner's memory."""
+
+    job: str
+    counts: Mapping[str, int]
+    """Replicas per replica type (lower case)."""
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        for rtype, count in self.counts.items():
+            prefix = f"{self.job}-{rtype}-"
+            index = name[len(prefix) :]
+            if name.startswith(prefix) and index.isdigit() and str(int(index)) == index:
+                return int(index) < count
+        return False
 
 
 @dataclass

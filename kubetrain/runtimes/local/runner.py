@@ -38,7 +38,6 @@ from kubetrain.common.job import (
     add_job_controller,
     is_finished,
     is_succeeded,
-    replica_name,
 )
 from kubetrain.common.job.containers import replica_gpus
 from kubetrain.common.job.policy import pods_to_clean
@@ -50,7 +49,7 @@ from kubetrain.common.manager import Manager
 from kubetrain.runtimes.local.console import Console
 from kubetrain.runtimes.local.gpus import Gpu, GpuAllocator, check_fit, discover
 from kubetrain.runtimes.local.kubelet import KubeletOptions, LocalKubelet
-from kubetrain.runtimes.local.network import Hosts, Network
+from kubetrain.runtimes.local.network import Hosts, Network, ReplicaNames
 from kubetrain.runtimes.local.node import RUN_MARKER, LocalNode
 from kubetrain.runtimes.local.plan import Planner
 from kubetrain.runtimes.local.ports import PortAllocator
@@ -278,13 +277,9 @@ class LocalRun:
         }
         check_fit(requests, self._gpus.inventory)
 
-    def _replica_names(self, ctl: JobController[Any]) -> frozenset[str]:
+    def _replica_names(self, ctl: JobController[Any]) -> ReplicaNames:
         job = ctl.default(ctl.kind.model.model_validate(self.job))
-        return frozenset(
-            replica_name(self.name, rtype, index)
-            for rtype, spec in job.replica_specs.items()
-            for index in range(spec.replicas or 0)
-        )
+        return ReplicaNames(self.name, {t.lower(): s.replicas or 0 for t, s in job.replica_specs.items()})
 
 
 def _port_notes(network: Network | None) -> dict[str, str]:

@@ -70,7 +70,8 @@ async def render_snapshot(
             await _run_pods(api, namespace, clock)
         owned = [
             obj
-            for resource in controller.resources_for(operator.settings.gang)
+            # Secrets are created blind (never watched), so they are listed here besides the watched ones
+            for resource in dict.fromkeys([*controller.resources_for(operator.settings.gang), SECRETS])
             if resource != job_resource
             for obj in (await api.list(resource, namespace)).items
             if (objects.controller_of(obj) or {}).get("uid") == objects.uid(job)

@@ -306,9 +306,11 @@ def test_ssh_secret_holds_a_working_key_pair_and_is_generated_only_while_missing
     )
     assert data["ssh-publickey"].strip() == public
     assert data["ssh-publickey"].startswith(b"ecdsa-sha2-nistp521 ")
-    existing = observed(extras={SECRETS: {"pi-ssh": secret.body}})
-    [kept] = [e for e in ctl.extra_objects(job, existing) if e.resource == SECRETS]
-    assert (kept.name, kept.update, "data" in kept.body) == ("pi-ssh", False, False)
+    assert secret.blind, "created without ever being read: the operator has no read access to Secrets"
+    existing = Observed(replicas=observed().replicas, created=frozenset({"secrets/pi-ssh"}))
+    assert [e for e in ctl.extra_objects(job, existing) if e.resource == SECRETS] == [], (
+        "once the ledger records the Secret, no key is generated any more"
+    )
 
 
 def test_one_headless_service_selects_every_pod_of_the_job() -> None:
@@ -459,3 +461,14 @@ def test_hostfile_and_env_parse_back_in_the_pods(implementation: MPIImplementati
     assert [(e.host, e.slots) for e in hostfile.entries] == [(h, 2) for h in fqdns]
     assert hostfile == Hostfile.parse(data["hostfile"], implementation)
     assert DiscoverHosts.parse(data["discover_hosts.sh"]).hosts == (fqdns[0],)
+
+
+def test_a_hostfile_beyond_a_configmaps_mebibyte_fails_the_job_saying_why() -> None:
+    ctl = controller()
+    assert ctl.validate(defaulted(10_000)) == [], "10,000 workers of a short-named job fit"
+    body = mpijob(10_000).to_wire()
+    body["metadata"]["name"] = "a-training-job-whose-name-is-long-enough-to-matter"
+    [error] = ctl.validate(ctl.default(MPIJob.model_validate(body)))
+    assert error.path == "spec.mpiReplicaSpecs.Worker.replicas"
+    assert "more than the 1048576 bytes (1 MiB) a ConfigMap may hold" in error.message
+    assert "raise slotsPerWorker" in error.fix

@@ -141,6 +141,19 @@ def test_the_operator_may_not_rewrite_secrets_or_pods(rendered: tuple[str, list[
             assert not {"update", "patch"} & set(rule["verbs"]), rule
 
 
+@pytest.mark.parametrize("overlay", ["base", "namespaced"])
+def test_the_operator_cannot_read_any_secret(overlay: str) -> None:
+    # MPI SSH keys are created blind (create only); no rule lets the operator read anyone's credentials.
+    granted = [
+        rule
+        for rule in _operator_rules(render(OVERLAYS[overlay]))
+        if {"secrets", "*"} & set(rule["resources"]) and set(rule.get("apiGroups") or ()) & {"", "*"}
+    ]
+    assert granted, "the operator still creates the MPI SSH Secrets"
+    for rule in granted:
+        assert set(rule["verbs"]) == {"create"}, f"{overlay} grants {rule['verbs']} on Secrets"
+
+
 def test_leases_are_granted_only_in_the_operators_namespace(rendered: tuple[str, list[Obj]]) -> None:
     _, objects = rendered
     for holder, rule in rules(objects):

@@ -8,6 +8,7 @@ import pytest
 
 from kubetrain.api import CleanPodPolicy, RestartPolicy
 from kubetrain.common.job.facts import PodFacts, PodPhase
+from kubetrain.common.job.limits import CREATES_PER_RECONCILE
 from kubetrain.common.job.policy import (
     Bucket,
     classify,
@@ -160,3 +161,62 @@ def test_deadline_and_ttl_next_look() -> None:
 def test_clean_pod_policy(policy: CleanPodPolicy, deleted: list[str]) -> None:
     pods = [pod(0, P, name="p"), pod(1, R, name="r"), pod(2, S, name="s"), pod(3, F, name="f")]
     assert [p.name for p in pods_to_clean(policy, pods)] == deleted
+
+
+def test_a_failed_pod_whose_delete_failed_is_not_counted_again() -> None:
+    failed = pod(0, F, code=137, restarts=1)
+    first = plan_replica(replicas=1, policy=RestartPolicy.EXIT_CODE, now=NOW, pods=[failed])
+    assert (first.restart_units, first.counted) == (2, frozenset({"uid-0"}))
+    again = plan_replica(
+        replicas=1, policy=RestartPolicy.EXIT_CODE, now=NOW, pods=[failed], counted_before=first.counted
+    )
+    assert again.restart == (failed,), "the delete is retried"
+    assert again.restart_units == 0, "but the pod is already counted"
+
+
+@pytest.mark.parametrize(
+    ("policy", "failed", "units", "create"),
+    [
+        (RestartPolicy.NEVER, 1, 0, ()),
+        (RestartPolicy.ON_FAILURE, 0, 1, (1,)),
+        (RestartPolicy.ALWAYS, 0, 1, (1,)),
+        (RestartPolicy.EXIT_CODE, 0, 1, (1,)),
+    ],
+)
+def test_a_pod_that_vanished_after_it_was_seen_running(
+    policy: RestartPolicy, failed: int, units: int, create: tuple[int, ...]
+) -> None:
+    plan = plan_replica(replicas=2, policy=policy, now=NOW, pods=[pod(0, R)], started_before={0, 1})
+    assert (plan.counts.failed, plan.restart_units, plan.create) == (failed, units, create)
+    kept = {0, 1} if policy is RestartPolicy.NEVER else {0}
+    assert plan.started_indices == frozenset(kept), "a lost Never replica stays failed across reconciles"
+
+
+def test_a_pod_that_vanished_before_it_ran_is_just_created_again() -> None:
+    plan = plan_replica(replicas=1, policy=RestartPolicy.NEVER, now=NOW, pods=[], started_before=())
+    assert (plan.counts.failed, plan.restart_units, plan.create) == (0, 0, (0,))
+
+
+def test_a_succeeded_index_is_never_lost_nor_rerun() -> None:
+    plan = plan_replica(
+        replicas=1, policy=RestartPolicy.NEVER, now=NOW, pods=[], started_before={0}, succeeded_before={0}
+    )
+    assert (plan.counts.failed, plan.counts.succeeded, plan.create) == (0, 1, ())
+
+
+def test_started_indices_follow_the_pods() -> None:
+    pods = [
+        pod(0, P), pod(1, R), pod(2, F, code=1), pod(3, R, deleted_ago=1), pod(4, R, deleted_ago=1),
+        pod(5, F, code=1, deleted_ago=1),
+    ]  # fmt: skip
+    plan = plan_replica(
+        replicas=6, policy=RestartPolicy.ON_FAILURE, now=NOW, pods=pods, started_before={3, 2}
+    )
+    # 2 is replaced now (its restart is counted); 5 was replaced before and is still being deleted: once
+    # gone, neither may count again. 3 and 4 run and are going away (deleted by someone else): lost once gone.
+    assert plan.started_indices == frozenset({1, 3, 4})
+
+
+def test_the_plan_creates_a_bounded_number_of_pods_however_many_replicas() -> None:
+    plan = plan_replica(replicas=2_147_483_647, policy=RestartPolicy.NEVER, now=NOW, pods=[pod(0, R)])
+    assert plan.create == tuple(range(1, CREATES_PER_RECONCILE + 1))

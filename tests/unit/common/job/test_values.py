@@ -9,7 +9,8 @@ import pytest
 
 from kubetrain.common.job.compare import contains, merge_diff
 from kubetrain.common.job.facts import PodFacts, PodPhase, ReplicaCounts
-from kubetrain.common.job.ledger import LEDGER_ANNOTATION, Ledger
+from kubetrain.common.job.ledger import LEDGER_ANNOTATION, Ledger, parse_ranges, render_ranges
+from kubetrain.common.job.limits import MAX_REPLICAS
 from kubetrain.common.job.verdict import JobState, default_verdict
 
 
@@ -57,11 +58,38 @@ def test_pod_facts_of_a_fresh_pod() -> None:
 def test_ledger_round_trip_and_tolerance() -> None:
     ledger = Ledger().with_restarts(2).with_succeeded("Worker", frozenset({3, 1}))
     text = ledger.render()
-    assert text == '{"restarts":2,"succeeded":{"Worker":[1,3]}}'
+    assert text == '{"restarts":2,"succeeded":{"Worker":"1,3"}}'
     assert Ledger.read({LEDGER_ANNOTATION: text}) == ledger
     assert Ledger.read({LEDGER_ANNOTATION: text}).without_succeeded().render() == '{"restarts":2}'
     for garbage in ("not json", '{"restarts": "x"}', '{"succeeded": {"Worker": 3}}', "[]"):
         assert Ledger.read({LEDGER_ANNOTATION: garbage}) == Ledger()
+    older = Ledger.read({LEDGER_ANNOTATION: '{"restarts":1,"succeeded":{"Worker":[1,3]}}'})
+    assert older.indices("Worker") == frozenset({1, 3}), "the list form written by earlier versions"
+
+
+def test_ledger_keeps_counted_pods_started_indices_and_blind_objects() -> None:
+    ledger = (
+        Ledger()
+        .with_restarts(1)
+        .with_counted(["uid-b", "uid-a"])
+        .with_started("Worker", frozenset(range(10_000)))
+        .with_created("secrets/pi-ssh")
+    )
+    text = ledger.render()
+    assert text == (
+        '{"counted":["uid-a","uid-b"],"created":["secrets/pi-ssh"],"restarts":1,"started":{"Worker":"0-9999"}}'
+    ), "10,000 started indices take a dozen bytes of the annotation, not 50 KB"
+    assert Ledger.read({LEDGER_ANNOTATION: text}) == ledger
+    suspended = ledger.without_succeeded()
+    assert (suspended.started, suspended.counted, suspended.created) == ({}, frozenset(), ledger.created)
+
+
+def test_ranges_round_trip_and_a_huge_range_is_clipped() -> None:
+    assert render_ranges({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
+    assert parse_ranges("0-2,5,7-8") == frozenset({0, 1, 2, 5, 7, 8})
+    # A hand-edited annotation may not make the operator allocate two billion integers.
+    huge = Ledger.read({LEDGER_ANNOTATION: '{"started":{"Worker":"0-2147483647"}}'})
+    assert len(huge.started_indices("Worker")) == MAX_REPLICAS
 
 
 def test_merge_diff_is_the_minimal_patch() -> None:

@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from kubetrain.runtimes.contract import MasterEnv, RendezvousEnv, TFConfig, TFTask, TorchEnv
-from kubetrain.runtimes.local.network import Hosts, Network
+from kubetrain.runtimes.local.network import Hosts, Network, ReplicaNames
 
 HOSTS = Hosts("ns", frozenset({"job-worker-0", "job-worker-1", "job-ps-0", "job-master-0", "job-launcher"}))
 
@@ -153,3 +153,10 @@ def test_self_addresses_are_rewritten_only_for_the_pods_declared_ports() -> None
 )
 def test_values_that_do_not_address_a_replica_are_unchanged(value: str) -> None:
     assert network().rewrite_env({"V": value}, own="job-worker-0") == {"V": value}
+
+
+def test_replica_names_answer_without_listing_two_billion_replicas() -> None:
+    names = ReplicaNames("job", {"worker": 2_147_483_647, "ps": 1})
+    assert "job-worker-2147483646" in names and "job-ps-0" in names
+    assert "job-worker-2147483647" not in names and "job-ps-1" not in names
+    assert "job-worker-01" not in names and "job-worker-x" not in names and "other-worker-0" not in names
