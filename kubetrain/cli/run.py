@@ -40,6 +40,11 @@ Locally:
   - MPIJob workers run a stand-in for sshd, and the launcher's mpirun/mpiexec reaches them through a
     local remote-shell agent; MPI stays on the loopback interface;
   - Ctrl-C stops every process of the job (a second Ctrl-C kills at once); nothing is left running.
+With --runtime container (podman or docker), each pod's main container runs instead as a container of
+its image, on a private network where every pod answers to the DNS names its Services give it, with the
+pod's env and volumes (bind mounts) as the operator rendered them, nothing rewritten; MPI workers run
+their image's sshd. Images are never pulled: the kubetrain trainer images are built by
+`bash hack/images.sh`. Containers and network are removed when the run ends, Ctrl-C included.
 Output: each replica's lines prefixed like `kubectl logs --prefix`, the operator's events, and on a
 terminal a live per-replica table; the last line states the job's final condition and reason.
 """
@@ -88,6 +93,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--linger", type=_non_negative, default=15.0, metavar="SECONDS",
         help="after the job finished, pods its cleanPodPolicy keeps may still run this long (default 15)",
     )  # fmt: skip
+    parser.add_argument(
+        "--runtime", choices=("process", "container"), default="process",
+        help="run each pod as a local process (default) or as a container of its image",
+    )  # fmt: skip
+    parser.add_argument(
+        "--engine", choices=("podman", "docker"),
+        help="container engine of --runtime container (default: podman if on PATH, else docker)",
+    )  # fmt: skip
     parser.add_argument("-v", "--verbose", action="store_true", help="also show the operator's own log")
     parser.set_defaults(handler=run)
 
@@ -117,11 +130,20 @@ async def _run(job: AnyJob, controller: type[Any], args: argparse.Namespace) -> 
     from kubetrain.runtimes.local.runner import LocalRun, LocalRunOptions, Outcome  # noqa: PLC0415
 
     console = Console(sys.stdout, tty=sys.stdout.isatty() and not args.plain, log_dir=args.keep_logs)
-    options = LocalRunOptions(timeout=args.timeout, grace=args.grace, linger=args.linger)
+    from kubetrain.runtimes.local.container import ImageMissing  # noqa: PLC0415
+
+    options = LocalRunOptions(
+        timeout=args.timeout, grace=args.grace, linger=args.linger, runtime=args.runtime, engine=args.engine
+    )
     local = LocalRun(
         job.to_wire(), controller, console=console, options=options,
         controller_options={"settings": ControllerSettings()},
     )  # fmt: skip
+    try:
+        local.preflight()
+    except (ValueError, ImageMissing) as err:
+        print(f"kubetrain run: {err}", file=sys.stderr)
+        return ExitCode.FAILED
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, local.interrupt)

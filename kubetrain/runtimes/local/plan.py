@@ -17,6 +17,7 @@ from pathlib import Path
 from kubetrain.common.job.pods import main_container_index
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
+from kubetrain.runtimes.local.container import ContainerEngine, container_mounts
 from kubetrain.runtimes.local.network import Network
 from kubetrain.runtimes.local.node import LocalNode, is_mpi_worker
 from kubetrain.runtimes.local.podenv import ConfigError, Lookup, NodeInfo, expand, resolve_env
@@ -38,6 +39,8 @@ class LaunchPlan:
     notes: tuple[str, ...] = field(default=())
     start_error: str = ""
     """Why the container cannot start at all (no command): it fails like a StartError, every time."""
+    display: str = ""
+    """How the console shows the command, when not `argv` itself (a container engine's long run line)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class Planner:
     """Where a container without a usable workingDir runs (the directory `kubetrain run` started in)."""
     default_grace: float = 5.0
     node_info: NodeInfo = field(default_factory=NodeInfo)
+    engine: ContainerEngine | None = None
+    """Set for `--runtime container`: the pod runs as a container of its image (`container`)."""
 
     def plan(self, pod: Obj, lookup: Lookup) -> LaunchPlan:
         """The launch plan of `pod`; raises ConfigError while something it needs is missing."""
@@ -60,12 +65,14 @@ class Planner:
             raise ConfigError("the pod has no containers")
         container: Obj = spec["containers"][index]
         name = objects.name(pod)
-        self.network.declare(name, _ports(container), hostname=str(spec.get("hostname") or ""))
         raw_env = resolve_env(container, pod, lookup, self.node_info)
         mounts = prepare_volumes(
             pod, container, pod_dir=self.node.run_dir / "pods" / name, run_dir=self.node.run_dir,
             lookup=lookup, node=self.node_info,
         )  # fmt: skip
+        if self.engine is not None:
+            return self._in_container(self.engine, pod, index, raw_env, mounts)
+        self.network.declare(name, _ports(container), hostname=str(spec.get("hostname") or ""))
         env = {k: mounts.rewrite(v) for k, v in self.network.rewrite_env(raw_env, own=name).items()}
         argv, notes, error = self._argv(container, raw_env, mounts, name)
         cwd, cwd_note = self._cwd(container, mounts)
@@ -78,6 +85,25 @@ class Planner:
             grace_seconds=float(spec.get("terminationGracePeriodSeconds") or self.default_grace),
             notes=(*_skipped(spec, index), *mounts.warnings, *notes, *cwd_note),
             start_error=error,
+        )
+
+    def _in_container(
+        self, engine: ContainerEngine, pod: Obj, index: int, env: dict[str, str], mounts: Mounts
+    ) -> LaunchPlan:
+        """The engine's `run` for the main container: the pod's env and volumes as the operator rendered
+        them, nothing rewritten (the run's network resolves the pods' DNS names)."""
+        spec: Obj = pod.get("spec") or {}
+        container: Obj = spec["containers"][index]
+        binds = container_mounts(pod, container, mounts.paths)
+        return LaunchPlan(
+            container=str(container.get("name", "")),
+            argv=tuple(engine.run_argv(pod, container, env, binds)),
+            env=engine.client_env(self.node.container_env({}, hostname=objects.name(pod)), env),
+            cwd=self.workdir,
+            restart_policy=str(spec.get("restartPolicy") or "Always"),
+            grace_seconds=float(spec.get("terminationGracePeriodSeconds") or self.default_grace),
+            notes=(*_skipped(spec, index, in_containers=True), *mounts.warnings),
+            display=engine.describe(container),
         )
 
     def _argv(
@@ -114,11 +140,9 @@ def _ports(container: Obj) -> list[int]:
     return [int(p["containerPort"]) for p in container.get("ports") or () if p.get("containerPort")]
 
 
-def _skipped(spec: Obj, main: int) -> Sequence[str]:
-    notes = [
-        f"init container {c.get('name')!r} skipped (images are not run locally)"
-        for c in spec.get("initContainers") or ()
-    ]
+def _skipped(spec: Obj, main: int, *, in_containers: bool = False) -> Sequence[str]:
+    why = "only the main container runs locally" if in_containers else "images are not run locally"
+    notes = [f"init container {c.get('name')!r} skipped ({why})" for c in spec.get("initContainers") or ()]
     notes += [
         f"container {c.get('name')!r} not run (only the main container runs locally)"
         for i, c in enumerate(spec.get("containers") or ())
