@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from kubetrain.testing.controlplane import ControlPlane
+from kubetrain.testing.operator import install_crds
 from kubetrain.testing.process import free_port
 
 from .test_local_examples import ACCURACY, EXAMPLES, Expect, finish, job_of, kubetrain_run, results
@@ -109,12 +110,13 @@ def test_example_learns_in_containers_of_its_images(
 def test_the_operator_image_starts_and_answers_its_health_probes(
     images: dict[str, str], control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
+    install_crds(control_plane)
     kubeconfig = tmp_path / "kubeconfig"
     shutil.copyfile(control_plane.kubeconfig, kubeconfig)
     kubeconfig.chmod(0o644)  # the image's user is 65532
     health, metrics, name = free_port(), free_port(), f"kubetrain-operator-{namespace}"
     argv = [
-        images["PODMAN"], "run", "-d", "--rm", "--pull=never", "--name", name, "--network", "host",
+        images["PODMAN"], "run", "-d", "--pull=never", "--name", name, "--network", "host",
         "--read-only", "-v", f"{kubeconfig}:/etc/kubetrain/kubeconfig:ro", OPERATOR_IMAGE, "operator",
         "--kubeconfig=/etc/kubetrain/kubeconfig", f"--namespace={namespace}",
         f"--leader-election-namespace={namespace}", f"--health-probe-bind-address=127.0.0.1:{health}",
