@@ -41,6 +41,8 @@ BUILD_HINT = "bash hack/images.sh"
 """How the trainer images the examples name are built (from a kubetrain checkout)."""
 RUN_LABEL = "io.kubetrain.local-run"
 _CLUSTER_DOMAIN = "cluster.local"
+NVIDIA_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 _EMPTY_DIR_MODE = 0o777  # what the kubelet gives an emptyDir: writable by a non-root image user
 
 
@@ -172,7 +174,7 @@ class ContainerEngine:
             argv += ["-e", key]
         for mount in mounts:
             argv += ["-v", mount.flag()]
-        argv += _user_flags(spec, container)
+        argv += _user_flags(spec, container) + self._gpu_flags(env)
         if container.get("workingDir"):
             argv += ["-w", str(container["workingDir"])]
         command = [str(c) for c in container.get("command") or ()]
@@ -180,6 +182,25 @@ class ContainerEngine:
             argv += ["--entrypoint", command[0]]
         argv.append(str(container.get("image") or ""))
         return argv + command[1:] + [str(a) for a in container.get("args") or ()]
+
+    def _gpu_flags(self, env: Mapping[str, str]) -> list[str]:
+        """The GPUs the pod was allocated (NVIDIA_VISIBLE_DEVICES, as a device plugin sets it) as devices of
+        the container: CDI names for podman (`nvidia-ctk cdi generate` makes them), `--gpus` for docker."""
+        devices = [d for d in env.get(NVIDIA_VISIBLE_DEVICES, "").split(",") if d.strip()]
+        if not devices or devices[0] in ("void", "none", "all"):
+            return []
+        if self.name == "docker":
+            return ["--gpus", f'"device={",".join(devices)}"']
+        return [flag for d in devices for flag in ("--device", f"nvidia.com/gpu={d.strip()}")]
+
+    def container_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The pod's env as the container gets it. Inside, only its own GPUs exist, numbered from 0: a
+        CUDA_VISIBLE_DEVICES that names the host's indexes (the local allocation) is dropped, as a device
+        plugin never sets it."""
+        own = dict(env)
+        if own.get(CUDA_VISIBLE_DEVICES) and own.get(CUDA_VISIBLE_DEVICES) == own.get(NVIDIA_VISIBLE_DEVICES):
+            del own[CUDA_VISIBLE_DEVICES]
+        return own
 
     def describe(self, container: Obj) -> str:
         """The run as the console shows it: engine, image and command (the flags are many and predictable)."""

@@ -65,6 +65,8 @@ class Planner:
             raise ConfigError("the pod has no containers")
         container: Obj = spec["containers"][index]
         name = objects.name(pod)
+        # the pod's env before any local rewriting: what both runtimes start from (env a device plugin
+        # would inject belongs here, so that it reaches containers too)
         raw_env = resolve_env(container, pod, lookup, self.node_info)
         mounts = prepare_volumes(
             pod, container, pod_dir=self.node.run_dir / "pods" / name, run_dir=self.node.run_dir,
@@ -95,6 +97,7 @@ class Planner:
         spec: Obj = pod.get("spec") or {}
         container: Obj = spec["containers"][index]
         binds = container_mounts(pod, container, mounts.paths)
+        env = engine.container_env(env)
         return LaunchPlan(
             container=str(container.get("name", "")),
             argv=tuple(engine.run_argv(pod, container, env, binds)),

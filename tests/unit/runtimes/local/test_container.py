@@ -151,3 +151,22 @@ def test_no_engine_on_path_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ValueError, match="--runtime container needs docker on PATH"):
         ContainerEngine.detect("r", "docker")
+
+
+@pytest.mark.parametrize(
+    ("engine", "flags"),
+    [
+        ("podman", ["--device", "nvidia.com/gpu=1", "--device", "nvidia.com/gpu=3"]),
+        ("docker", ["--gpus", '"device=1,3"']),
+    ],
+)
+def test_a_pods_gpus_become_the_containers_devices_numbered_from_zero_inside(
+    engine: str, flags: list[str]
+) -> None:
+    gpus = ContainerEngine(f"/usr/bin/{engine}", "r")
+    env = gpus.container_env({"NVIDIA_VISIBLE_DEVICES": "1,3", "CUDA_VISIBLE_DEVICES": "1,3", "A": "b"})
+    assert env == {"NVIDIA_VISIBLE_DEVICES": "1,3", "A": "b"}  # inside, the two GPUs are 0 and 1
+    argv = gpus.run_argv(worker_pod(), {"name": "c", "image": "img"}, env, [])
+    assert " ".join(flags) in " ".join(argv)
+    none = gpus.run_argv(worker_pod(), {"name": "c", "image": "img"}, {"NVIDIA_VISIBLE_DEVICES": ""}, [])
+    assert "--device" not in none and "--gpus" not in none
