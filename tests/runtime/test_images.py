@@ -14,7 +14,9 @@ cannot run, these tests FAIL and say why; deselect them with `-m "not images"` o
 from __future__ import annotations
 
 import os
+import select
 import shutil
+import signal
 import subprocess
 import time
 import urllib.request
@@ -97,14 +99,36 @@ def test_example_learns_in_containers_of_its_images(
     for result in found:
         assert result["accuracy"] >= ACCURACY, f"{result['pod']} learned too little: {result}"
     assert len({r["weights_sha256"] for r in found}) == 1, f"replicas ended with different weights: {found}"
-    left = subprocess.run(
-        [images["PODMAN"], "ps", "-a", "--format", "{{.Names}}"],
-        env=images,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert f"-{name}-" not in left.stdout, f"containers left behind: {left.stdout}"
+    left = _podman(images, "ps", "-a", "--format", "{{.Names}}")
+    assert f"-{name}-" not in left, f"containers left behind: {left}"
+
+
+def test_ctrl_c_removes_every_container_and_the_network(
+    images: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTAINERS_CONF", images["CONTAINERS_CONF"])
+    proc = kubetrain_run(EXAMPLES / "mpi/mpi-allreduce-openmpi.yaml", tmp_path, "--runtime", "container")
+    assert proc.stdout is not None
+    seen: list[str] = []
+    end = time.monotonic() + 180
+    try:
+        while time.monotonic() < end and not any("Server listening" in line for line in seen):
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            seen.append(proc.stdout.readline() if ready else "")
+        running = _podman(images, "ps", "--format", "{{.Names}}")
+    finally:
+        proc.send_signal(signal.SIGINT)  # also when the wait failed: nothing of the run may stay behind
+        output = "".join(seen) + finish(proc, 60)
+    assert "-mpi-allreduce-worker-" in running, output[-4000:]
+    assert proc.returncode == 130, output[-4000:]
+    assert "-mpi-allreduce-" not in _podman(images, "ps", "-a", "--format", "{{.Names}}")
+    run_id = running.split("kubetrain-", 1)[1].split("-", 1)[0]
+    assert f"kubetrain-{run_id}" not in _podman(images, "network", "ls", "--format", "{{.Name}}")
+
+
+def _podman(images: dict[str, str], *args: str) -> str:
+    done = subprocess.run([images["PODMAN"], *args], env=images, capture_output=True, text=True, check=True)
+    return done.stdout
 
 
 def test_the_operator_image_starts_and_answers_its_health_probes(
