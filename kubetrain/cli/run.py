@@ -28,7 +28,7 @@ Run one TFJob, PyTorchJob or MPIJob on this machine, for real, with the operator
 the same defaulting, validation, pods, environment, restart policies, backoffLimit, activeDeadlineSeconds,
 success policy, cleanPodPolicy and conditions as in a cluster.
 
-Locally:
+Locally, by default (--runtime process):
   - images are ignored: each pod's main container runs its `command` + `args` as a local process, with
     this interpreter's environment first on PATH (so `python` is this venv's); a container without a
     command cannot run (its image's entrypoint is unknown here);
