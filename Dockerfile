@@ -15,7 +15,7 @@ COPY pyproject.toml README.md ./
 COPY kubetrain ./kubetrain
 # A site's own CA, when pip must trust one, comes in as the build secret `ca` and never lands in a layer.
 RUN --mount=type=secret,id=ca,target=/run/secrets/ca.crt \
-    if [ -s /run/secrets/ca.crt ]; then export PIP_CERT=/run/secrets/ca.crt; fi; \
+    if test -s /run/secrets/ca.crt; then export PIP_CERT=/run/secrets/ca.crt; fi; \
     python3 -m venv /opt/venv && pip wheel --no-deps --wheel-dir /wheels .
 
 FROM ${BASE_IMAGE}
@@ -29,7 +29,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 # bounds them; compile the bytecode now, since the root filesystem is read-only at run time.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     --mount=type=secret,id=ca,target=/run/secrets/ca.crt \
-    if [ -s /run/secrets/ca.crt ]; then export PIP_CERT=/run/secrets/ca.crt; fi; \
+    if test -s /run/secrets/ca.crt; then export PIP_CERT=/run/secrets/ca.crt; fi; \
     python3 -m venv /opt/venv \
     && pip install /wheels/kubetrain-*.whl \
     && python -m compileall -q /opt/venv/lib
