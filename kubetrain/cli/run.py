@@ -28,7 +28,7 @@ Run one TFJob, PyTorchJob or MPIJob on this machine, for real, with the operator
 the same defaulting, validation, pods, environment, restart policies, backoffLimit, activeDeadlineSeconds,
 success policy, cleanPodPolicy and conditions as in a cluster.
 
-Locally:
+Locally, by default (--runtime process):
   - images are ignored: each pod's main container runs its `command` + `args` as a local process, with
     this interpreter's environment first on PATH (so `python` is this venv's); a container without a
     command cannot run (its image's entrypoint is unknown here);
@@ -43,6 +43,11 @@ Locally:
   - MPIJob workers run a stand-in for sshd, and the launcher's mpirun/mpiexec reaches them through a
     local remote-shell agent; MPI stays on the loopback interface;
   - Ctrl-C stops every process of the job (a second Ctrl-C kills at once); nothing is left running.
+With --runtime container (podman or docker), each pod's main container runs instead as a container of
+its image, on a private network where every pod answers to the DNS names its Services give it, with the
+pod's env and volumes (bind mounts) as the operator rendered them, nothing rewritten; MPI workers run
+their image's sshd. Images are never pulled: the kubetrain trainer images are built by
+`bash hack/images.sh`. Containers and network are removed when the run ends, Ctrl-C included.
 Output: each replica's lines prefixed like `kubectl logs --prefix`, the operator's events, and on a
 terminal a live per-replica table; the last line states the job's final condition and reason.
 """
@@ -96,6 +101,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="GPUs the run may use: all (default: every GPU nvidia-smi/NVML finds), none, or indices/UUIDs "
         "such as 0,2",
     )  # fmt: skip
+    parser.add_argument(
+        "--runtime", choices=("process", "container"), default="process",
+        help="run each pod as a local process (default) or as a container of its image",
+    )  # fmt: skip
+    parser.add_argument(
+        "--engine", choices=("podman", "docker"),
+        help="container engine of --runtime container (default: podman if on PATH, else docker)",
+    )  # fmt: skip
     parser.add_argument("-v", "--verbose", action="store_true", help="also show the operator's own log")
     parser.set_defaults(handler=run)
 
@@ -130,11 +143,21 @@ async def _run(job: AnyJob, controller: type[Any], args: argparse.Namespace) -> 
     except ValueError as err:
         return _usage(str(err))
     console = Console(sys.stdout, tty=sys.stdout.isatty() and not args.plain, log_dir=args.keep_logs)
-    options = LocalRunOptions(timeout=args.timeout, grace=args.grace, linger=args.linger, gpus=gpus)
+    from kubetrain.runtimes.local.container import ImageMissing  # noqa: PLC0415
+
+    options = LocalRunOptions(
+        timeout=args.timeout, grace=args.grace, linger=args.linger, gpus=gpus,
+        runtime=args.runtime, engine=args.engine,
+    )  # fmt: skip
     local = LocalRun(
         job.to_wire(), controller, console=console, options=options,
         controller_options={"settings": ControllerSettings()},
     )  # fmt: skip
+    try:
+        local.preflight()
+    except (ValueError, ImageMissing) as err:
+        print(f"kubetrain run: {err}", file=sys.stderr)
+        return ExitCode.FAILED
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, local.interrupt)

@@ -11,12 +11,13 @@ volumes, expand `$(VAR)` in command and args, then rewrite addresses (`network`)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kubetrain.common.job.pods import main_container_index
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
+from kubetrain.runtimes.local.container import ContainerEngine, container_mounts
 from kubetrain.runtimes.local.gpus import GpuAllocator, container_gpus, gpu_env
 from kubetrain.runtimes.local.network import Network
 from kubetrain.runtimes.local.node import LocalNode, is_mpi_worker
@@ -39,6 +40,8 @@ class LaunchPlan:
     notes: tuple[str, ...] = field(default=())
     start_error: str = ""
     """Why the container cannot start at all (no command): it fails like a StartError, every time."""
+    display: str = ""
+    """How the console shows the command, when not `argv` itself (a container engine's long run line)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class Planner:
     node_info: NodeInfo = field(default_factory=NodeInfo)
     gpus: GpuAllocator = field(default_factory=lambda: GpuAllocator(()))
     """Hands out the pods' `nvidia.com/gpu`; the default has none (pods asking for GPUs never schedule)."""
+    engine: ContainerEngine | None = None
+    """Set for `--runtime container`: the pod runs as a container of its image (`container`)."""
 
     def plan(self, pod: Obj, lookup: Lookup) -> LaunchPlan:
         """The launch plan of `pod`; raises ConfigError while something it needs is missing, and
@@ -64,22 +69,26 @@ class Planner:
             raise ConfigError("the pod has no containers")
         container: Obj = spec["containers"][index]
         name = objects.name(pod)
+        # the pod's env before any local rewriting: what both runtimes start from; the GPUs a device plugin
+        # would hand the container are part of it, so that they reach containers too
         held = self.gpus.allocate(objects.uid(pod), container_gpus(container))
-        self.network.declare(name, _ports(container), hostname=str(spec.get("hostname") or ""))
-        raw_env = resolve_env(container, pod, lookup, self.node_info)
+        raw_env = {**resolve_env(container, pod, lookup, self.node_info), **gpu_env(held)}
+        gpu_notes = [f"nvidia.com/gpu: GPU {', '.join(str(g) for g in held)}"] if held else []
         mounts = prepare_volumes(
             pod, container, pod_dir=self.node.run_dir / "pods" / name, run_dir=self.node.run_dir,
             lookup=lookup, node=self.node_info,
         )  # fmt: skip
+        if self.engine is not None:
+            planned = self._in_container(self.engine, pod, index, raw_env, mounts)
+            return replace(planned, notes=(*planned.notes, *gpu_notes))
+        self.network.declare(name, _ports(container), hostname=str(spec.get("hostname") or ""))
         env = {k: mounts.rewrite(v) for k, v in self.network.rewrite_env(raw_env, own=name).items()}
         argv, notes, error = self._argv(container, raw_env, mounts, name)
         cwd, cwd_note = self._cwd(container, mounts)
-        node_env = self.node.container_env(env, hostname=str(spec.get("hostname") or name))
-        gpu_notes = [f"nvidia.com/gpu: GPU {', '.join(str(g) for g in held)}"] if held else []
         return LaunchPlan(
             container=str(container.get("name", "")),
             argv=argv,
-            env={**node_env, **gpu_env(held)},
+            env=self.node.container_env(env, hostname=str(spec.get("hostname") or name)),
             cwd=cwd,
             restart_policy=str(spec.get("restartPolicy") or "Always"),
             grace_seconds=float(spec.get("terminationGracePeriodSeconds") or self.default_grace),
@@ -98,6 +107,26 @@ class Planner:
             for uid, held in self.gpus.holdings().items()
             if uid in names
         }
+
+    def _in_container(
+        self, engine: ContainerEngine, pod: Obj, index: int, env: dict[str, str], mounts: Mounts
+    ) -> LaunchPlan:
+        """The engine's `run` for the main container: the pod's env and volumes as the operator rendered
+        them, nothing rewritten (the run's network resolves the pods' DNS names)."""
+        spec: Obj = pod.get("spec") or {}
+        container: Obj = spec["containers"][index]
+        binds = container_mounts(pod, container, mounts.paths)
+        env = engine.container_env(env)
+        return LaunchPlan(
+            container=str(container.get("name", "")),
+            argv=tuple(engine.run_argv(pod, container, env, binds)),
+            env=engine.client_env(self.node.container_env({}, hostname=objects.name(pod)), env),
+            cwd=self.workdir,
+            restart_policy=str(spec.get("restartPolicy") or "Always"),
+            grace_seconds=float(spec.get("terminationGracePeriodSeconds") or self.default_grace),
+            notes=(*_skipped(spec, index, in_containers=True), *mounts.warnings),
+            display=engine.describe(container),
+        )
 
     def _argv(
         self, container: Obj, env: dict[str, str], mounts: Mounts, own: str
@@ -133,11 +162,9 @@ def _ports(container: Obj) -> list[int]:
     return [int(p["containerPort"]) for p in container.get("ports") or () if p.get("containerPort")]
 
 
-def _skipped(spec: Obj, main: int) -> Sequence[str]:
-    notes = [
-        f"init container {c.get('name')!r} skipped (images are not run locally)"
-        for c in spec.get("initContainers") or ()
-    ]
+def _skipped(spec: Obj, main: int, *, in_containers: bool = False) -> Sequence[str]:
+    why = "only the main container runs locally" if in_containers else "images are not run locally"
+    notes = [f"init container {c.get('name')!r} skipped ({why})" for c in spec.get("initContainers") or ()]
     notes += [
         f"container {c.get('name')!r} not run (only the main container runs locally)"
         for i, c in enumerate(spec.get("containers") or ())

@@ -199,7 +199,7 @@ class PodWorker:
         self._process, self.pid = process, process.pid
         self._processes.append(process)
         self._publish(plan, process.pid)
-        self._sink.notice(self.name, f"started pid {process.pid}: {' '.join(plan.argv)}")
+        self._sink.notice(self.name, f"started pid {process.pid}: {plan.display or ' '.join(plan.argv)}")
         await self._status(
             ps.running_status(
                 plan.container, restarts=restarts, started=self._now(), last=last, now=self._now()

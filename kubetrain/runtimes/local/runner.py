@@ -47,6 +47,7 @@ from kubetrain.common.kube.informer import Informer
 from kubetrain.common.kube.resources import PODS, Obj
 from kubetrain.common.manager import Manager
 from kubetrain.runtimes.local.console import Console
+from kubetrain.runtimes.local.container import ContainerEngine
 from kubetrain.runtimes.local.gpus import Gpu, GpuAllocator, check_fit, discover
 from kubetrain.runtimes.local.kubelet import KubeletOptions, LocalKubelet
 from kubetrain.runtimes.local.network import Hosts, Network, ReplicaNames
@@ -99,6 +100,10 @@ class LocalRunOptions:
     """The GPUs the run may hand out (default: every GPU of the machine, `gpus.discover()`)."""
     gpu_claims_dir: Path | None = None
     """Where GPU claims shared with other local runs live (default: a per-user temp directory)."""
+    runtime: str = "process"
+    """`process`: each main container is a local process; `container`: a container of its image."""
+    engine: str | None = None
+    """With runtime `container`: podman or docker (default: whichever is on PATH, podman first)."""
 
 
 @dataclass
@@ -141,6 +146,16 @@ class LocalRun:
         self._last_job: Obj = self.job
         self._session: _Session | None = None
         self._started = time.monotonic()
+        self._engine: ContainerEngine | None = None
+
+    def preflight(self) -> None:
+        """What must hold before anything starts: with runtime `container`, an engine on PATH and every
+        image of the job in its local storage. Raises ValueError or ImageMissing, saying what to do."""
+        if self._opts.runtime == "container":
+            self._engine = ContainerEngine.detect(self.run_id, self._opts.engine)
+            self._engine.check_images(self.job)
+        elif self._opts.runtime != "process":
+            raise ValueError(f"unknown runtime {self._opts.runtime!r}: use process or container")
 
     def interrupt(self) -> None:
         """Ctrl-C: stop the run (containers get their grace period); a second call kills at once."""
@@ -168,9 +183,13 @@ class LocalRun:
         return RunResult(outcome, self._last_job, snapshot.condition, snapshot.rows, seconds, leftovers)
 
     async def _run_in(self, run_dir: Path) -> tuple[Outcome, tuple[int, ...]]:
+        if self._opts.runtime == "container" and self._engine is None:
+            self.preflight()
         session = self._session = self._wire(run_dir)
         self._check_gpus(session.controller)
         resource = session.controller.job_resource()
+        if self._engine is not None:
+            await self._engine.create_network()
         await session.manager.api.create(resource, self.namespace, self.job)
         manager_task = asyncio.ensure_future(session.manager.run())
         leftovers: tuple[int, ...] = ()
@@ -182,6 +201,8 @@ class LocalRun:
             self._board.stopped()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(manager_task, 10)
+            if self._engine is not None:  # containers a SIGKILL orphaned, and the network
+                await asyncio.shield(self._engine.cleanup())
             leftovers = tuple(kill_marked(RUN_MARKER, self.run_id))
             await session.kubelet.drain(5.0)
         return outcome, leftovers
@@ -201,6 +222,7 @@ class LocalRun:
             self._opts.workdir,
             default_grace=self._opts.grace,
             gpus=self._gpus,
+            engine=self._engine,
         )
         options = KubeletOptions(run_dir=run_dir, crash_backoff=self._opts.crash_backoff)
         kubelet = LocalKubelet(api, planner=planner, sink=self._console, clock=SystemClock(), options=options)
