@@ -62,7 +62,7 @@ async def test_health_ready_and_metrics_endpoints() -> None:
             text = await r.text()
     assert seen.requests == [Request("ns", "p")]
     assert 'controller_runtime_reconcile_total{controller="pods",result="success"} 1.0' in text
-    assert 'workqueue_adds_total{name="pods"} 1.0' in text
+    assert 'workqueue_adds_total{controller="pods",name="pods"} 1.0' in text
     manager.stop()
     await asyncio.wait_for(task, 5)
 
