@@ -7,7 +7,8 @@ Why these flags (see also the module docstring of controlplane.py):
 - kube-apiserver runs RBAC, real ServiceAccount tokens (issuer + signing key) and client-certificate auth;
   it drops priority-and-fairness (CPU), the endpoint reconciler (a loopback address cannot be published)
   and the TaintNodesByCondition admission plugin (it taints every new Node not-ready, and only the
-  node-lifecycle controller, which we do not run, would lift the taint);
+  node-lifecycle controller, which we do not run, would lift the taint); it reaches the kubelet API
+  (pods/log) of every fake node at its InternalIP, which kwok sets to 127.0.0.1 (kwok_logs.py);
 - kube-controller-manager runs only the controllers tests rely on (CONTROLLERS), without serving;
 - kube-scheduler and kwok talk to the API server with the admin kubeconfig.
 """
@@ -48,6 +49,7 @@ class Ports:
     etcd_peer: int
     apiserver: int
     scheduler: int
+    kubelet: int  # kwok's kubelet API (container logs), shared by every fake node
 
 
 def etcd_args(bins: Binaries, ports: Ports, data_dir: Path) -> list[str]:
@@ -88,6 +90,7 @@ def apiserver_args(bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path) -> li
         "--disable-admission-plugins=TaintNodesByCondition",
         "--enable-priority-and-fairness=false",
         "--endpoint-reconciler-type=none",
+        "--kubelet-preferred-address-types=InternalIP",  # kwok's nodes: 127.0.0.1, where kwok listens
         "--profiling=false",
         "--v=1",
     ]

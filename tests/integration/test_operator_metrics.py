@@ -54,10 +54,10 @@ def scrape(op: OperatorProcess) -> tuple[dict[str, str], Samples]:
     return types, samples
 
 
-def value(samples: Samples, name: str, **labels: str) -> float:
-    """The sum over the samples of `name` whose labels include `labels` (0 when there are none)."""
+def value(samples: Samples, family: str, /, **labels: str) -> float:
+    """The sum over the samples of `family` whose labels include `labels` (0 when there are none)."""
     want = set(labels.items())
-    return sum(v for (n, have), v in samples.items() if n == name and want <= have)
+    return sum(v for (n, have), v in samples.items() if n == family and want <= have)
 
 
 @pytest.fixture
@@ -118,8 +118,8 @@ def test_dashboard_families_are_served_and_move_when_a_job_runs(
     wait_until("Succeeded", lambda: _succeeded(control_plane, namespace), timeout=60)
     _, after = scrape(operator)
 
-    def moved(name: str, **labels: str) -> tuple[float, float]:
-        return value(before, name, **labels), value(after, name, **labels)
+    def moved(family: str, /, **labels: str) -> tuple[float, float]:
+        return value(before, family, **labels), value(after, family, **labels)
 
     queue = {"name": CONTROLLER, "controller": CONTROLLER}
     reconciles = {"controller": CONTROLLER}
