@@ -11,6 +11,8 @@ bash hack/setup.sh --frameworks
 . .venv/bin/activate
 phase "setup: test control plane"
 bash hack/testbin.sh
+phase "setup: Kubeflow SDK (a venv of its own)"
+bash hack/kubeflow-sdk.sh
 phase "ruff";               ruff check kubetrain tests bench
 phase "ruff format";        ruff format --check kubetrain tests bench
 phase "mypy --strict";      mypy && MYPYPATH=bench mypy --strict bench/operator_scale.py bench/opbench

@@ -10,7 +10,6 @@ comes without prefix.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from kubetrain.testing import ControlPlane
 from kubetrain.testing.kwok_logs import PodLogFile
 from kubetrain.testing.operator import install_crds
 from kubetrain.testing.operator_process import OperatorProcess
+from kubetrain.testing.streams import LineStream
 
 pytestmark = pytest.mark.integration
 
@@ -90,52 +90,12 @@ def test_kubetrain_logs_prints_every_replica_prefixed(
     assert one.stdout.splitlines() == ["worker-1 starting", "worker-1 epoch 1 loss=0.5"], one.stderr
 
 
-class Lines:
-    """The stdout of a child process, line by line, with a timeout per line."""
-
-    def __init__(self, argv: list[str]) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def until(self, wanted: str, timeout: float = 30.0) -> list[str]:
-        """Every line read up to and including `wanted`; AssertionError if it does not come in time."""
-        seen: list[str] = []
-        while True:
-            try:
-                line = self._lines.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"{wanted!r} did not come within {timeout:g} s; got {seen}") from None
-            if line is None:
-                stderr = self.process.stderr.read() if self.process.stderr else ""
-                raise AssertionError(f"the stream ended before {wanted!r}; got {seen}; stderr: {stderr}")
-            seen.append(line)
-            if line == wanted:
-                return seen
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
 def test_kubetrain_logs_follow_shows_new_lines_as_they_are_written(
     control_plane: ControlPlane, namespace: str, running_job: dict[str, PodLogFile]
 ) -> None:
-    follow = Lines(_kubetrain(control_plane, namespace, "-f"))
-    try:
-        seen = follow.until("[worker-1] worker-1 epoch 1 loss=0.5")
-        seen += follow.until("[worker-0] worker-0 epoch 1 loss=0.5")
-        seen += follow.until("[master-0] master-0 epoch 1 loss=0.5")
-        assert len(seen) == 6 and "[master-0] master-0 starting" in seen, seen
+    with LineStream(_kubetrain(control_plane, namespace, "-f")) as follow:
+        seen = {follow.next_line() for _ in range(6)}  # the pods' streams interleave as they come
+        assert seen == {f"[{r}] {r} {text}" for r in PODS for text in ("starting", "epoch 1 loss=0.5")}
         running_job["worker-1"].write("worker-1 epoch 2 loss=0.25")
         assert follow.until("[worker-1] worker-1 epoch 2 loss=0.25") == [
             "[worker-1] worker-1 epoch 2 loss=0.25"
@@ -144,8 +104,6 @@ def test_kubetrain_logs_follow_shows_new_lines_as_they_are_written(
         assert follow.until("[master-0] master-0 saved checkpoint") == [
             "[master-0] master-0 saved checkpoint"
         ]
-    finally:
-        follow.stop()
 
 
 def test_training_client_reads_and_follows_the_logs(
