@@ -28,8 +28,10 @@ __all__ = ["CONTROLLERS", "Ports", "apiserver_args", "etcd_args", "kcm_args", "k
 # kube-root-ca.crt ConfigMap that projected SA token volumes mount; clusterrole aggregation: the built-in
 # admin/edit/view roles get their rules only through it; resourcequota: status.used of ResourceQuotas,
 # without which quota admission rejects every create in a namespace that has a quota; pod GC: force-deletes
-# pods bound to a node that no longer exists (a test's "lost node"), so their namespace can go away.
+# pods bound to a node that no longer exists (a test's "lost node"), so their namespace can go away;
+# persistentvolume binder: binds a PersistentVolumeClaim (an example's) to the volume a test provides.
 CONTROLLERS = (
+    "persistentvolume-binder-controller",
     "garbage-collector-controller",
     "namespace-controller",
     "resourcequota-controller",

@@ -103,7 +103,20 @@ def rbac_denials(op: OperatorProcess, namespace: str) -> list[str]:
 # the jobs --------------------------------------------------------------------------------------------------
 def example_jobs() -> dict[str, Obj]:
     """Every job of examples/, by file name."""
-    return {path.name: yaml.safe_load(path.read_text()) for path in sorted(EXAMPLES.glob("*/*.yaml"))}
+    return {path.name: _job_document(path) for path in example_files()}
+
+
+def example_files() -> list[Path]:
+    """Every file of examples/."""
+    return sorted(EXAMPLES.glob("*/*.yaml"))
+
+
+def _job_document(path: Path) -> Obj:
+    """The job of an example file (which may also carry the objects the job needs, e.g. a PVC)."""
+    job: Obj = next(
+        d for d in yaml.safe_load_all(path.read_text()) if d and d["apiVersion"].startswith("kubeflow.org/")
+    )
+    return job
 
 
 def submit(plane: ControlPlane, job: Obj, namespace: str) -> None:

@@ -154,6 +154,9 @@ async def test_in_flight_gauges_show_work_not_yet_done() -> None:
     assert gauge("workqueue_longest_running_processor_seconds") == 0.0
     assert gauge("workqueue_adds_total") == 2.0
     assert gauge("workqueue_depth") == 0.0
-    assert registry.get_sample_value(
-        "workqueue_work_duration_seconds_count", {"name": "jobs", "controller": "jobs"}
-    ) == 2.0
+    assert (
+        registry.get_sample_value(
+            "workqueue_work_duration_seconds_count", {"name": "jobs", "controller": "jobs"}
+        )
+        == 2.0
+    )
