@@ -5,7 +5,8 @@ strings (PyYAML would turn them into datetimes), duplicate keys are an error (ku
 `kind: List` documents are unpacked. Objects of other API groups in the same file (the PersistentVolumeClaim
 or ConfigMap a job mounts, as `kubectl apply -f` takes them together) are not jobs: `load_jobs` passes over
 them and `other_objects` lists them; a `kubeflow.org` kind kubetrain does not serve is still an error.
-`load_valid_jobs` adds defaulting and validation, with the same document numbers in its errors. Pure: text in, models out; reading files is the caller's business.
+`load_valid_jobs` adds defaulting and validation, with the same document numbers in its errors. Pure: text
+in, models out; reading files is the caller's business.
 """
 
 from __future__ import annotations

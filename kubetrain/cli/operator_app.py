@@ -238,7 +238,7 @@ def _explain(
     if isinstance(err, NotFound) and kind is not None:
         return OperatorFailure(
             ExitCode.FAILED,
-            f"the {kind} CRD is not installed: `kubectl apply --server-side -k manifests/crds`, or leave "
+            f"the {kind} CRD is not installed: `kubectl apply -k manifests/crds`, or leave "
             f"{kind} out of --enable",
         )
     if isinstance(err, NotFound) and options.settings.gang and resource == options.settings.gang.resource:
