@@ -93,6 +93,7 @@ def apiserver_args(bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path) -> li
         "--enable-priority-and-fairness=false",
         "--endpoint-reconciler-type=none",
         "--kubelet-preferred-address-types=InternalIP",  # kwok's nodes: 127.0.0.1, where kwok listens
+        f"--kubelet-certificate-authority={pki.ca_crt}",  # kwok serves with the plane's serving certificate
         "--profiling=false",
         "--v=1",
     ]
