@@ -63,11 +63,17 @@ def sdk(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator
                 *arg,
             ]
             done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
-            out = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else done.stdout
+            out = _result(done.stdout) if done.returncode == 0 else done.stdout
             return Answer(done.returncode, out, done.stderr)
 
         yield run
         op.process.ensure_running()  # the SDK never crashed the operator
+
+
+def _result(stdout: str) -> Any:
+    """The driver's JSON answer: its last line of output."""
+    lines = stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else None
 
 
 @dataclass(frozen=True)
@@ -117,7 +123,7 @@ def test_the_sdk_drives_a_job_through_create_get_wait_logs_and_delete(
         control_plane.finish_pod(namespace, pod, Outcome.SUCCEEDED)
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err
-    assert "Succeeded" in json.loads(out)["conditions"]
+    assert "Succeeded" in _result(out)["conditions"]
     assert sdk("get", flow.kind, flow.name).out["succeeded"] is True
 
     deleted = sdk("delete", flow.kind, flow.name)
