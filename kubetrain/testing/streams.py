@@ -28,7 +28,8 @@ class LineStream:
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True, name="line-stream").start()
+        self._reader = threading.Thread(target=self._read, daemon=True, name="line-stream")
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -60,7 +61,7 @@ class LineStream:
                 return seen
 
     def stop(self) -> None:
-        """Terminate the process (SIGKILL if it ignores SIGTERM for 10 s)."""
+        """Terminate the process (SIGKILL if it ignores SIGTERM for 10 s) and close its pipes."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -68,6 +69,10 @@ class LineStream:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._reader.join(timeout=10)  # EOF once the process is gone
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
 
     def __enter__(self) -> LineStream:
         return self
