@@ -125,8 +125,7 @@ def test_dashboard_families_are_served_and_move_when_a_job_runs(
     reconciles = {"controller": CONTROLLER}
     grew = {
         "process CPU": moved("process_cpu_seconds_total"),
-        "GC runs": moved("python_gc_collections_total"),
-        "GET 200": moved("rest_client_requests_total", code="200", method="GET"),
+        "PATCH 200 (job status)": moved("rest_client_requests_total", code="200", method="PATCH"),
         "POST 201 (pod, service, events)": moved("rest_client_requests_total", code="201", method="POST"),
         "queue adds": moved("workqueue_adds_total", **queue),
         "queue waits": moved("workqueue_queue_duration_seconds_count", **queue),
