@@ -2,8 +2,8 @@
 
 What is pinned here is what scripts and people rely on: all-or-nothing `submit`, the tables and formats
 of `get`, `describe`, the exit codes of `wait` (the tests play the operator by patching `/status`),
-`delete`, and one clear line (never a traceback) for every failure. Logs: kwok's fake nodes have no
-kubelet, so only the clear failure is checked here; prefixing and merging are unit-tested.
+`delete`, and one clear line (never a traceback) for every failure. Logs: only the clear failure for a pod
+whose log cannot be served is checked here; real logs, prefixed and followed, in test_logs_live.py.
 """
 
 from __future__ import annotations

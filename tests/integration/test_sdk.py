@@ -2,9 +2,9 @@
 
 No operator runs here: the tests play its part by patching `/status` with kubectl, so what is tested is
 the SDK's side of the contract (validation before sending, all-or-nothing submission, kind lookup,
-watch-based waiting, RBAC answers, label-based pod lookup). Pods run on kwok's fake nodes, which serve
-no container logs (there is no kubelet): the log tests check that this reaches the user as one clear
-`LogsUnavailableError`, and the merging of real streams is covered by the unit tests.
+watch-based waiting, RBAC answers, label-based pod lookup). Pods run on kwok's fake nodes, which serve a
+pod's container log only when the test gives them a file for it (test_logs_live.py reads real logs): here
+a pod without one checks that an unreadable log reaches the user as one clear `LogsUnavailableError`.
 """
 
 from __future__ import annotations
@@ -338,7 +338,7 @@ def test_logs_that_cannot_be_served_are_one_clear_error(
     _pod(crds, namespace, "pytorch-ddp", "master", 0)
     crds.wait_for_pod_phase(namespace, "pytorch-ddp-master-0", "Running")
     with pytest.raises(LogsUnavailableError, match="cannot read the logs of pod pytorch-ddp-master-0"):
-        client.get_job_logs("pytorch-ddp")  # kwok's nodes have no kubelet to serve them
+        client.get_job_logs("pytorch-ddp")  # kwok has no log file for this pod
     followed = client.get_job_logs("pytorch-ddp", replica_type="master", follow=True)
     first = next(followed)
     assert first.error and first.replica == "master-0" and "cannot read the logs" in first.text
