@@ -40,6 +40,7 @@ TFJOB = {
     },
 }
 
+JOB_EVENTS = ("created", "successful", "failed", "restarted", "deleted")
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -94,8 +95,12 @@ def test_dashboard_families_are_served_and_move_when_a_job_runs(
         "process_resident_memory_bytes": "gauge",
         "process_open_fds": "gauge",
         "process_start_time_seconds": "gauge",
+        "process_virtual_memory_bytes": "gauge",
+        "process_max_fds": "gauge",
         "python_info": "gauge",
         "python_gc_collections": "counter",
+        "python_gc_objects_collected": "counter",
+        "python_gc_objects_uncollectable": "counter",
         "rest_client_requests": "counter",
         "workqueue_depth": "gauge",
         "workqueue_adds": "counter",
@@ -107,6 +112,10 @@ def test_dashboard_families_are_served_and_move_when_a_job_runs(
         "controller_runtime_reconcile": "counter",
         "controller_runtime_reconcile_errors": "counter",
         "controller_runtime_reconcile_time_seconds": "histogram",
+        "controller_runtime_terminal_reconcile_errors": "counter",
+        "controller_runtime_max_concurrent_reconciles": "gauge",
+        "controller_runtime_active_workers": "gauge",
+        **{f"training_operator_jobs_{event}": "counter" for event in JOB_EVENTS},
         "leader_election_master_status": "gauge",
         "kubetrain_is_leader": "gauge",
     }
