@@ -160,3 +160,40 @@ def test_dashboard_families_are_served_and_move_when_a_job_runs(
     served = set(after)
     missing = [(n, ls) for n, ls in zero_until_trouble if (n, frozenset(ls.items())) not in served]
     assert not missing, "series exist from the start, so that rate() and alerts work before the first error"
+
+
+def test_failed_creates_count_as_errors_retries_and_403s(
+    control_plane: ControlPlane, namespace: str, operator: OperatorProcess
+) -> None:
+    """A namespace whose quota allows no pod: every pod create is refused (403), the reconcile fails and is
+    retried with backoff. What an "operator is failing" alert watches."""
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    }
+    control_plane.kubectl("apply", "-f", "-", namespace=namespace, input=json.dumps(quota))
+    wait_until(
+        "the quota's usage computed",
+        lambda: "pods" in control_plane.kubectl(
+            "get", "resourcequota", "no-pods", "-o", "jsonpath={.status.used}", namespace=namespace
+        ).stdout,
+        timeout=30,
+    )  # fmt: skip
+    control_plane.kubectl("apply", "-f", "-", namespace=namespace, input=json.dumps(TFJOB))
+    queue = {"name": CONTROLLER, "controller": CONTROLLER}
+
+    def troubled() -> bool:
+        _, now = scrape(operator)
+        return all(
+            value(now, family, **labels) > 0
+            for family, labels in (
+                ("rest_client_requests_total", {"code": "403", "method": "POST"}),
+                ("controller_runtime_reconcile_total", {"controller": CONTROLLER, "result": "error"}),
+                ("controller_runtime_reconcile_errors_total", {"controller": CONTROLLER}),
+                ("workqueue_retries_total", queue),
+            )
+        )
+
+    wait_until("403s, reconcile errors and retries counted", troubled, timeout=60)
