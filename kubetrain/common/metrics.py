@@ -37,6 +37,7 @@ _RECONCILE_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
     1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
 )  # fmt: skip
+_REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)  # client-go's
 _QUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))  # ExponentialBuckets(10e-9, 10, 12): 10 ns .. 1000 s
 
 
@@ -68,10 +69,7 @@ class Metrics:
         self._reconcile_collectors(registry)
         self._queue_collectors(registry)
         self._job_collectors(registry)
-        self.rest_requests = Counter(
-            "rest_client_requests", "Number of HTTP requests, partitioned by status code, method, and host.",
-            ["code", "method", "host"], registry=registry,
-        )  # fmt: skip
+        self._rest_collectors(registry)
         self.leader_status = Gauge(
             "leader_election_master_status",
             "1 while this process holds the Lease `name`, 0 while it stands by.",
@@ -83,6 +81,21 @@ class Metrics:
             "1 while this process leads (1 once synced without election).",
             registry=registry,
         )
+
+    def _rest_collectors(self, registry: CollectorRegistry) -> None:
+        self.rest_requests = Counter(
+            "rest_client_requests", "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"], registry=registry,
+        )  # fmt: skip
+        self.rest_latency = Histogram(
+            "rest_client_request_duration_seconds", "Request latency in seconds, by verb and host.",
+            ["verb", "host"], buckets=_REST_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.rest_throttled = Histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Time a request waited for the client-side rate limiter (--qps/--burst), by verb and host.",
+            ["verb", "host"], buckets=_REST_BUCKETS, registry=registry,
+        )  # fmt: skip
 
     def _reconcile_collectors(self, registry: CollectorRegistry) -> None:
         self.reconcile_total = Counter(
@@ -183,9 +196,12 @@ class Metrics:
             longest_running=self.longest_running.labels(name, name),
         )
 
-    def rest_request(self, code: int | str, method: str, host: str) -> None:
-        """Count one request of the operator's API client (code "<error>" when no answer came)."""
+    def rest_request(self, code: int | str, method: str, host: str, *, waited: float, took: float) -> None:
+        """Count one request of the operator's API client (code "<error>" when no answer came): `waited`
+        seconds for the rate limiter, then `took` seconds until the response headers (or the failure)."""
         self.rest_requests.labels(str(code), method, host).inc()
+        self.rest_throttled.labels(method, host).observe(waited)
+        self.rest_latency.labels(method, host).observe(took)
 
 
 def _runtime_collectors(registry: CollectorRegistry) -> None:

@@ -243,3 +243,6 @@ async def test_every_request_is_counted_as_client_go_counts_it(server) -> None:
     assert count("200", "GET") == 3, "two gets and the watch"
     assert count("404", "DELETE") == 1
     assert count("<error>", "GET", "127.0.0.1:9") == 1
+    for family in ("rest_client_request_duration_seconds", "rest_client_rate_limiter_duration_seconds"):
+        samples = registry.get_sample_value(f"{family}_count", {"verb": "GET", "host": host})
+        assert samples == 3, f"{family}: one observation per request"

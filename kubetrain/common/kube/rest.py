@@ -6,7 +6,7 @@ because we need what its generated API does not give: every status mapped to our
 server's `Status` reason, a streaming watch with bookmarks and in-stream ERROR events, and a
 client-side QPS/burst limiter (a token bucket on the injected clock) in front of every request, and
 client-go's `rest_client_requests_total{code,method,host}` counted on every request (watches included;
-code "<error>" when no HTTP answer came back).
+code "<error>" when no HTTP answer came back), with its latency and rate-limiter wait histograms.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ class KubeApiClient:
     ) -> None:
         self._cfg = configuration
         self._base = str(configuration.host).rstrip("/")
-        self._limiter = TokenBucket(qps, burst, clock=clock or SystemClock())
+        self._clock = clock or SystemClock()
+        self._limiter = TokenBucket(qps, burst, clock=self._clock)
         self._timeout = request_timeout
         self._user_agent = user_agent
         self._metrics = metrics
@@ -260,7 +261,9 @@ class KubeApiClient:
         """One rate-limited request; yields the response when successful, else raises the mapped error."""
         query = {k: v for k, v in (params or {}).items() if v is not None}
         data = json.dumps(body).encode() if body is not None else None
+        queued = self._clock.monotonic()
         await self._limiter.wait()
+        sent = self._clock.monotonic()
         try:
             resp = await self._session.request(
                 method,
@@ -273,9 +276,9 @@ class KubeApiClient:
                 server_hostname=self._cfg.tls_server_name,
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as err:
-            self._count(REST_ERROR_CODE, method)
+            self._count(REST_ERROR_CODE, method, queued, sent)
             raise TransportError(f"{method} {path}: {err}") from err
-        self._count(resp.status, method)
+        self._count(resp.status, method, queued, sent)
         try:
             if resp.status >= 400:
                 raise await _error(resp)
@@ -283,9 +286,10 @@ class KubeApiClient:
         finally:
             resp.release()
 
-    def _count(self, code: int | str, method: str) -> None:
+    def _count(self, code: int | str, method: str, queued: float, sent: float) -> None:
         if self._metrics is not None:
-            self._metrics.rest_request(code, method, self._host)
+            now = self._clock.monotonic()
+            self._metrics.rest_request(code, method, self._host, waited=sent - queued, took=now - sent)
 
     async def _headers(self, content_type: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": self._user_agent}
