@@ -23,6 +23,8 @@ bash hack/setup.sh --frameworks
 # stop the run: the image tests build again and fail with the reason.
 phase "setup: container images"
 bash hack/images.sh || echo "images: hack/images.sh failed; tests/runtime/test_images.py reports why"
+phase "setup: Kubeflow SDK (a venv of its own)"
+bash hack/kubeflow-sdk.sh
 phase "setup: waiting for the Go builds"
 if ! wait "$go_pid"; then
   cat "$go_log"

@@ -43,7 +43,7 @@ from kubetrain.api.kinds import (
     kind_info,
     lookup_kind,
 )
-from kubetrain.api.load import dump_jobs, load_jobs, load_valid_jobs, parse_job
+from kubetrain.api.load import dump_jobs, load_jobs, load_valid_jobs, other_objects, parse_job
 from kubetrain.api.meta import Int32, Int64, KubeModel, ObjectMeta, OwnerReference, Quantity, Time, WireModel
 from kubetrain.api.mpijob import LauncherCreationPolicy, MPIImplementation, MPIJob, MPIJobSpec, MPIReplicaType
 from kubetrain.api.owned_env import owned_env_names
@@ -132,6 +132,7 @@ __all__ = [
     "load_jobs",
     "load_valid_jobs",
     "lookup_kind",
+    "other_objects",
     "owned_env_names",
     "parse_job",
     "validate",

@@ -2,8 +2,11 @@
 
 The right model is picked by apiVersion and kind. YAML is read as the API server reads it: timestamps stay
 strings (PyYAML would turn them into datetimes), duplicate keys are an error (kubectl rejects them too), and
-`kind: List` documents are unpacked. `load_valid_jobs` adds defaulting and validation, with the same
-document numbers in its errors. Pure: text in, models out; reading files is the caller's business.
+`kind: List` documents are unpacked. Objects of other API groups in the same file (the PersistentVolumeClaim
+or ConfigMap a job mounts, as `kubectl apply -f` takes them together) are not jobs: `load_jobs` passes over
+them and `other_objects` lists them; a `kubeflow.org` kind kubetrain does not serve is still an error.
+`load_valid_jobs` adds defaulting and validation, with the same document numbers in its errors. Pure: text
+in, models out; reading files is the caller's business.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ from kubetrain.api.kinds import KINDS, AnyJob, lookup_kind
 from kubetrain.api.validation import check_job
 from kubetrain.api.wire_errors import format_path, from_validation_error
 
-__all__ = ["dump_jobs", "load_documents", "load_jobs", "load_valid_jobs", "parse_job"]
+__all__ = ["dump_jobs", "load_documents", "load_jobs", "load_valid_jobs", "other_objects", "parse_job"]
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_JOB_GROUP = "kubeflow.org"
 
 
 class _Loader(yaml.SafeLoader):
@@ -101,6 +105,8 @@ def _load(text: str, parse: Callable[[Any], AnyJob]) -> list[AnyJob]:
     errors: list[FieldError] = []
     for number, document in enumerate(documents, start=1):
         for prefix, item in _items(document):
+            if _is_other_object(item):
+                continue
             try:
                 jobs.append(parse(item))
             except InvalidJobError as error:
@@ -118,6 +124,22 @@ def load_documents(text: str) -> list[Any]:
     for text that is not YAML.
     """
     return _documents(text)
+
+
+def other_objects(text: str) -> list[Mapping[str, Any]]:
+    """The documents of `text` that are objects of other API groups (not jobs), in order."""
+    return [item for document in _documents(text) for _, item in _items(document) if _is_other_object(item)]
+
+
+def _is_other_object(item: Any) -> bool:
+    """A Kubernetes object outside kubeflow.org: apiVersion and kind are strings, the group is another."""
+    if not isinstance(item, Mapping):
+        return False
+    api_version, kind = item.get("apiVersion"), item.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version:
+        return False
+    group = api_version.rpartition("/")[0]
+    return group != _JOB_GROUP and lookup_kind(kind) is None
 
 
 def dump_jobs(jobs: Iterable[TrainingJob[Any]]) -> str:

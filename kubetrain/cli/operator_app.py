@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from kubetrain import __version__
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.cli.operator_logs import configure_logging
@@ -45,6 +47,7 @@ from kubetrain.common.events import KubeEventRecorder
 from kubetrain.common.kube.resources import LEASES, Resource
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.manager import Manager
+from kubetrain.common.metrics import Metrics
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 from kubetrain.controllers.settings import ConfiguredJobController, add_controller
 
@@ -88,11 +91,13 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
     started = time.monotonic()
     stopper = _Signals()
     api = leader_api = None
+    metrics = Metrics(CollectorRegistry())  # both clients count their requests on what /metrics serves
     try:
-        api = await _connect(options, options.qps, options.burst)
-        leader_api = await _connect(options, _LEADER_QPS, _LEADER_BURST) if options.leader_election else None
+        api = await _connect(options, options.qps, options.burst, metrics)
+        if options.leader_election:
+            leader_api = await _connect(options, _LEADER_QPS, _LEADER_BURST, metrics)
         await _preflight(api, leader_api, controllers, options)
-        manager = _build(options, api, leader_api, controllers)
+        manager = _build(options, api, leader_api, controllers, metrics)
         stopper.target = manager.stop
         manager.add_runnable(lambda: _announce_ready(manager, started))
         log.info("starting: %s", _summary(options))
@@ -144,7 +149,7 @@ class _Signals:
                 self._loop.remove_signal_handler(sig)
 
 
-async def _connect(options: OperatorOptions, qps: float, burst: int) -> KubeApiClient:
+async def _connect(options: OperatorOptions, qps: float, burst: int, metrics: Metrics) -> KubeApiClient:
     where = options.kubeconfig or "in-cluster ServiceAccount, $KUBECONFIG or ~/.kube/config"
     try:
         return await KubeApiClient.connect(
@@ -153,6 +158,7 @@ async def _connect(options: OperatorOptions, qps: float, burst: int) -> KubeApiC
             qps=qps,
             burst=burst,
             user_agent=f"kubetrain-operator/{__version__}",
+            metrics=metrics,
         )
     except asyncio.CancelledError:
         raise
@@ -232,7 +238,7 @@ def _explain(
     if isinstance(err, NotFound) and kind is not None:
         return OperatorFailure(
             ExitCode.FAILED,
-            f"the {kind} CRD is not installed: `kubectl apply --server-side -k manifests/crds`, or leave "
+            f"the {kind} CRD is not installed: `kubectl apply -k manifests/crds`, or leave "
             f"{kind} out of --enable",
         )
     if isinstance(err, NotFound) and options.settings.gang and resource == options.settings.gang.resource:
@@ -249,9 +255,11 @@ def _build(
     api: KubeApiClient,
     leader_api: KubeApiClient | None,
     controllers: Controllers,
+    metrics: Metrics,
 ) -> Manager:
     manager = Manager(
         api,
+        metrics=metrics,
         namespace=options.namespaces,
         leader_election=options.leader_election,
         leader_api=leader_api,

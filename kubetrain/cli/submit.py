@@ -3,7 +3,8 @@
 Every document of every file is read and validated first (each problem reported with its file, document
 and field); then the API server dry-runs every create (names taken, schema, admission, permissions); only
 then is anything created. `--dry-run=client` stops after our validation, `--dry-run=server` after the
-server's. `-` reads standard input.
+server's. `-` reads standard input. Other objects in a file (the PVC a job mounts) are not created here: a
+note names each, and `kubectl apply -f FILE` creates the file whole.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from kubetrain.api import AnyJob, FieldError, InvalidJobError
+from kubetrain.api import AnyJob, FieldError, InvalidJobError, other_objects
 from kubetrain.cli import jobargs
 from kubetrain.cli.jobargs import add_cluster_options, run_guarded
 from kubetrain.cli.output import dump, resource_name
@@ -67,9 +69,24 @@ def load_files(paths: Sequence[str]) -> list[AnyJob]:
 
 def _read(path: str) -> list[AnyJob]:
     if path != "-":
-        return read_jobs(path)
+        jobs = read_jobs(path)
+        _note_other_objects(path, Path(path).read_text(encoding="utf-8"))
+        return jobs
     text = sys.stdin.read()
-    return read_jobs(text if "\n" in text else text + "\n")
+    jobs = read_jobs(text if "\n" in text else text + "\n")
+    _note_other_objects(path, text)
+    return jobs
+
+
+def _note_other_objects(path: str, text: str) -> None:
+    """Say which objects of the file (a PVC, a PriorityClass...) are left to `kubectl apply`."""
+    for obj in other_objects(text):
+        name = (obj.get("metadata") or {}).get("name", "")
+        print(
+            f"kubetrain submit: note: {path}: {obj['kind']} {name!r} is not a job and is not created here; "
+            f"create it with `kubectl apply -f {path}` if it does not exist",
+            file=sys.stderr,
+        )
 
 
 def _submit(args: argparse.Namespace) -> int:

@@ -6,6 +6,10 @@ Result policy (the only one in the code base):
 - any exception: log it once (with the request), count it, retry with rate-limited backoff;
 - `TerminalError`: log and count it, forget, no retry (a later watch event enqueues again).
 
+Metrics follow controller-runtime: result "error" for any exception (a TerminalError also counts in
+`controller_runtime_terminal_reconcile_errors_total`), "requeue" for `Result(requeue_after=0)` (look
+again at once), "requeue_after" for a later look, "success" otherwise.
+
 An exception in one reconcile never kills a worker. A key is never reconciled by two workers at
 once (the queue guarantees it), so reconcilers need no locks per object.
 """
@@ -65,7 +69,7 @@ class Controller:
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         if metrics:
-            metrics.controller(name)
+            metrics.controller(name, workers)
 
     def watch(self, informer: Informer, mapper: Mapper = for_object) -> None:
         """Enqueue `mapper(obj)` for each change the informer sees (the Manager waits for its sync)."""
@@ -120,7 +124,7 @@ class Controller:
         try:
             result = await self._call(request)
         except TerminalError as err:
-            self._count("terminal", error=True)
+            self._count("error", error=True, terminal=True)
             log.error("reconcile of %s failed permanently, not retrying: %s", request, err)
             self.queue.forget(request)
         except Exception as err:
@@ -149,7 +153,7 @@ class Controller:
         if result.requeue_after is None:
             self._count("success")
         else:
-            self._count("requeue_after")
+            self._count("requeue" if result.requeue_after == 0 else "requeue_after")
             self.queue.add_after(request, result.requeue_after)
 
     def _log_error(self, request: Request, err: Exception) -> None:
@@ -160,8 +164,10 @@ class Controller:
         else:  # a bug: keep the traceback
             log.error("reconcile of %s raised (retry %d)", request, retries, exc_info=err, extra=extra)
 
-    def _count(self, result: str, *, error: bool = False) -> None:
+    def _count(self, result: str, *, error: bool = False, terminal: bool = False) -> None:
         if self._metrics:
             self._metrics.reconcile_total.labels(self.name, result).inc()
             if error:
                 self._metrics.reconcile_errors.labels(self.name).inc()
+            if terminal:
+                self._metrics.terminal_errors.labels(self.name).inc()

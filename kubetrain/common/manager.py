@@ -69,6 +69,8 @@ class Manager:
     ) -> None:
         self.api = api
         self.clock: Clock = clock or SystemClock()
+        if metrics is not None:  # served as given: its registry is the one /metrics shows
+            registry = metrics.registry
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = metrics or Metrics(self.registry)
         self.namespaces = _scope(namespace)
@@ -79,6 +81,8 @@ class Manager:
         self._elector = (
             LeaderElector(leader_api or api, leader_election, clock=self.clock) if leader_election else None
         )
+        lease = leader_election.name if leader_election else None
+        self._lease_gauge = self.metrics.leader_status.labels(lease) if lease else None
         self._server = HealthServer(self.registry, self.is_ready) if http_address else None
         self._http_address = http_address
         self._metrics_server = HealthServer(self.registry, self.is_ready) if metrics_address else None
@@ -182,7 +186,7 @@ class Manager:
             for server in (self._server, self._metrics_server):
                 if server:
                     await server.stop()
-            self.metrics.is_leader.set(0)
+            self._set_leading(0)
             if handle_signals:
                 self._signal_handlers(install=False)
             log.info("manager stopped")
@@ -242,8 +246,13 @@ class Manager:
         for informer in self._informers.values():
             await informer.wait_synced()
 
+    def _set_leading(self, value: int) -> None:
+        self.metrics.is_leader.set(value)
+        if self._lease_gauge is not None:
+            self._lease_gauge.set(value)
+
     async def _lead(self) -> None:
-        self.metrics.is_leader.set(1)
+        self._set_leading(1)
         try:
             async with asyncio.TaskGroup() as group:
                 for controller in self.controllers:
@@ -252,7 +261,7 @@ class Manager:
                 log.info("stopping %d controllers (grace %g s)", len(self.controllers), self._grace)
                 await asyncio.gather(*(c.stop(self._grace) for c in self.controllers))
         finally:
-            self.metrics.is_leader.set(0)
+            self._set_leading(0)
 
     def _signal_handlers(self, *, install: bool) -> None:
         """Route SIGTERM/SIGINT to `stop()`; on removal, put back whatever handlers were there before."""

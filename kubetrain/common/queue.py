@@ -65,6 +65,8 @@ class WorkQueue(Generic[T]):
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        if metrics:
+            metrics.watch_in_flight(self._unfinished_seconds, self._longest_running_seconds)
 
     # producers --------------------------------------------------------------------------------------
     def add(self, item: T) -> None:
@@ -165,6 +167,14 @@ class WorkQueue(Generic[T]):
         return len(self._due)
 
     # internals --------------------------------------------------------------------------------------
+    def _unfinished_seconds(self) -> float:
+        now = self._clock.monotonic()
+        return sum(now - started for started in self._started_at.values())
+
+    def _longest_running_seconds(self) -> float:
+        oldest = min(self._started_at.values(), default=None)
+        return 0.0 if oldest is None else self._clock.monotonic() - oldest
+
     def _push(self, item: T) -> None:
         self._queue.append(item)
         self._added_at.setdefault(item, self._clock.monotonic())

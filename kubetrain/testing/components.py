@@ -7,7 +7,8 @@ Why these flags (see also the module docstring of controlplane.py):
 - kube-apiserver runs RBAC, real ServiceAccount tokens (issuer + signing key) and client-certificate auth;
   it drops priority-and-fairness (CPU), the endpoint reconciler (a loopback address cannot be published)
   and the TaintNodesByCondition admission plugin (it taints every new Node not-ready, and only the
-  node-lifecycle controller, which we do not run, would lift the taint);
+  node-lifecycle controller, which we do not run, would lift the taint); it reaches the kubelet API
+  (pods/log) of every fake node at its InternalIP, which kwok sets to 127.0.0.1 (kwok_logs.py);
 - kube-controller-manager runs only the controllers tests rely on (CONTROLLERS), without serving;
 - kube-scheduler and kwok talk to the API server with the admin kubeconfig.
 """
@@ -27,8 +28,10 @@ __all__ = ["CONTROLLERS", "Ports", "apiserver_args", "etcd_args", "kcm_args", "k
 # kube-root-ca.crt ConfigMap that projected SA token volumes mount; clusterrole aggregation: the built-in
 # admin/edit/view roles get their rules only through it; resourcequota: status.used of ResourceQuotas,
 # without which quota admission rejects every create in a namespace that has a quota; pod GC: force-deletes
-# pods bound to a node that no longer exists (a test's "lost node"), so their namespace can go away.
+# pods bound to a node that no longer exists (a test's "lost node"), so their namespace can go away;
+# persistentvolume binder: binds a PersistentVolumeClaim (an example's) to the volume a test provides.
 CONTROLLERS = (
+    "persistentvolume-binder-controller",
     "garbage-collector-controller",
     "namespace-controller",
     "resourcequota-controller",
@@ -48,6 +51,7 @@ class Ports:
     etcd_peer: int
     apiserver: int
     scheduler: int
+    kubelet: int  # kwok's kubelet API (container logs), shared by every fake node
 
 
 def etcd_args(bins: Binaries, ports: Ports, data_dir: Path) -> list[str]:
@@ -88,6 +92,8 @@ def apiserver_args(bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path) -> li
         "--disable-admission-plugins=TaintNodesByCondition",
         "--enable-priority-and-fairness=false",
         "--endpoint-reconciler-type=none",
+        "--kubelet-preferred-address-types=InternalIP",  # kwok's nodes: 127.0.0.1, where kwok listens
+        f"--kubelet-certificate-authority={pki.ca_crt}",  # kwok serves with the plane's serving certificate
         "--profiling=false",
         "--v=1",
     ]

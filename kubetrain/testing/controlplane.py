@@ -41,7 +41,8 @@ from kubetrain.testing.binaries import Binaries, find_binaries
 from kubetrain.testing.certs import make_pki
 from kubetrain.testing.kubeconfig import write_kubeconfig
 from kubetrain.testing.kubectl import KubectlError, run_kubectl
-from kubetrain.testing.kwok import DEFAULT_NODES, KWOK_CONFIG, FakeNode, Outcome, outcome_annotations
+from kubetrain.testing.kwok import DEFAULT_NODES, FakeNode, Outcome, kwok_config, outcome_annotations
+from kubetrain.testing.kwok_logs import LOGS_CRD, PodLogFile, logs_object
 from kubetrain.testing.process import (
     ComponentProcess,
     free_port,
@@ -144,7 +145,7 @@ class ControlPlane:
 
     def _start_all(self, bins: Binaries, work: Path) -> None:
         pki = make_pki(work / "pki")
-        ports = comp.Ports(free_port(), free_port(), free_port(), free_port())
+        ports = comp.Ports(free_port(), free_port(), free_port(), free_port(), free_port())
         shm = _SHM if os.access(_SHM, os.W_OK) else None
         etcd = self._spawn("etcd", comp.etcd_args(bins, ports, self._mkdtemp(shm) / "etcd"))
         health = f"http://127.0.0.1:{ports.etcd_client}/health"
@@ -161,7 +162,10 @@ class ControlPlane:
         wait_until(
             "kube-apiserver /readyz", self._rest.ready, timeout=self._timeout, processes=[etcd, apiserver]
         )
-        (work / "kwok.yaml").write_text(KWOK_CONFIG)
+        config = kwok_config(kubelet_port=ports.kubelet, tls_cert=pki.serving_crt, tls_key=pki.serving_key)
+        (work / "kwok.yaml").write_text(config)
+        self._rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", LOGS_CRD)
+        self._wait("kwok's Logs CRD served", lambda: self._rest_ok("/apis/kwok.x-k8s.io/v1alpha1/logs"))
         self._spawn("kube-controller-manager", comp.kcm_args(bins, admin, pki))
         self._spawn("kube-scheduler", comp.scheduler_args(bins, admin, ports))
         self._spawn("kwok", comp.kwok_args(bins, admin, work / "kwok.yaml"))
@@ -202,6 +206,9 @@ class ControlPlane:
 
     def _wait_node(self, name: str, timeout: float) -> None:
         self._wait(f"node {name} Ready (kwok)", lambda: self._node_ready(name), timeout=timeout)
+
+    def _rest_ok(self, path: str) -> bool:
+        return self.rest.get(path)[0] == 200
 
     def _exists(self, namespace: str, sa: str = "default") -> bool:
         return self.rest.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/{sa}")[0] == 200
@@ -315,6 +322,14 @@ class ControlPlane:
         annotations = outcome_annotations(outcome, exit_code=exit_code, reason=reason, run_for=run_for)
         pairs = [f"{key}={value}" for key, value in annotations.items()]
         self.kubectl("annotate", "--overwrite", f"pod/{name}", *pairs, namespace=namespace)
+
+    def pod_log(self, namespace: str, pod: str) -> PodLogFile:
+        """A log file that kwok serves for every container of `namespace/pod` (see testing.kwok_logs)."""
+        log = PodLogFile(self.workdir / "pod-logs" / namespace / f"{pod}.log")
+        self.rest.create(
+            f"/apis/kwok.x-k8s.io/v1alpha1/namespaces/{namespace}/logs", logs_object(namespace, pod, log.path)
+        )
+        return log
 
     def wait_for_pod_phase(
         self, namespace: str, name: str, phase: str, timeout: float = 60.0

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -38,9 +39,9 @@ __all__ = [
     "DEFAULT_NODES",
     "FAKE_NODE_LABEL",
     "GPU_RESOURCE",
-    "KWOK_CONFIG",
     "FakeNode",
     "Outcome",
+    "kwok_config",
     "outcome_annotations",
 ]
 
@@ -144,21 +145,28 @@ _FINISH_TEMPLATE = """\
       {{ end }}
 """
 
-KWOK_CONFIG = f"""\
+_KWOK_CONFIG = f"""\
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 # Written out in full: kwok v0.8.0 does not default the options of a --config file (zero parallelism fails).
+# The kubelet API (container logs) is served on a loopback port, which every node advertises with the
+# address 127.0.0.1; `Logs` (which file backs which pod) are read from the API server (kwok_logs.py).
 options:
   manageNodesWithLabelSelector: {FAKE_NODE_LABEL}=true
   cidr: 10.244.0.0/16
-  nodeIP: 10.0.0.2
+  nodeIP: 127.0.0.1
+  nodePort: @PORT@
+  serverAddress: 127.0.0.1:@PORT@
+  tlsCertFile: @CERT@
+  tlsPrivateKeyFile: @KEY@
+  enableCRDs: [Logs]
   podPlayStageParallelism: 4
   nodePlayStageParallelism: 2
   nodeLeaseParallelism: 1
   podsOnNodeSyncParallelism: 1
   enablePodsOnNodeSyncListPager: true
   enablePodsOnNodeSyncStreamWatch: false
-  enableDebuggingHandlers: false
+  enableDebuggingHandlers: true
   enableProfilingHandler: false
   enableContentionProfiling: false
 ---
@@ -195,6 +203,8 @@ spec:
         kernelVersion: kwok
         containerRuntimeVersion: kwok
         kubeletVersion: kwok
+      daemonEndpoints:
+        kubeletEndpoint: {{Port: {{{{ NodePort }}}}}}
       {{{{ if not .status.capacity }}}}
       capacity: {{cpu: "32", memory: 256Gi, pods: "110"}}
       allocatable: {{cpu: "32", memory: 256Gi, pods: "110"}}
@@ -291,3 +301,12 @@ spec:
   next:
     delete: true
 """
+
+
+def kwok_config(*, kubelet_port: int, tls_cert: Path, tls_key: Path) -> str:
+    """kwok's --config: its options (kubelet API on `kubelet_port`, TLS with this key pair) and Stages."""
+    return (
+        _KWOK_CONFIG.replace("@PORT@", str(kubelet_port))
+        .replace("@CERT@", str(tls_cert))
+        .replace("@KEY@", str(tls_key))
+    )

@@ -97,7 +97,8 @@ async def test_errors_are_retried_with_exponential_backoff_then_succeed(env) -> 
     assert sample("controller_runtime_reconcile_total", result="error") == 4
     assert sample("controller_runtime_reconcile_total", result="success") == 1
     assert sample("controller_runtime_reconcile_errors_total") == 4
-    assert sample("controller_runtime_reconcile_total", result="terminal") == 0
+    assert sample("controller_runtime_terminal_reconcile_errors_total") == 0
+    assert sample("controller_runtime_reconcile_total", result="requeue") == 0
 
 
 async def test_a_bug_in_reconcile_does_not_kill_the_worker(env) -> None:

@@ -62,7 +62,7 @@ async def test_health_ready_and_metrics_endpoints() -> None:
             text = await r.text()
     assert seen.requests == [Request("ns", "p")]
     assert 'controller_runtime_reconcile_total{controller="pods",result="success"} 1.0' in text
-    assert 'workqueue_adds_total{name="pods"} 1.0' in text
+    assert 'workqueue_adds_total{controller="pods",name="pods"} 1.0' in text
     manager.stop()
     await asyncio.wait_for(task, 5)
 
@@ -78,6 +78,7 @@ async def test_only_the_leader_reconciles_and_a_clean_stop_hands_over_quickly() 
     await clock.advance(5)
     assert a.is_leader and not b.is_leader
     assert a.is_ready() and b.is_ready(), "a standby is ready too"
+    assert [_master_status(m) for m in (a, b)] == [1.0, 0.0], "leader_election_master_status{name=lease}"
     await api.create(PODS, "ns", {"metadata": {"name": "p"}})
     await settle()
     assert seen_a.requests == [Request("ns", "p")] and seen_b.requests == []
@@ -86,9 +87,14 @@ async def test_only_the_leader_reconciles_and_a_clean_stop_hands_over_quickly() 
     assert (await api.get(LEASES, "kube-system", "kubetrain"))["spec"]["holderIdentity"] is None
     await clock.advance(2)
     assert b.is_leader
+    assert [_master_status(m) for m in (a, b)] == [0.0, 1.0]
     assert seen_b.requests == [Request("ns", "p")], "the new leader starts from its warm cache"
     b.stop()
     await asyncio.wait_for(run_b, 5)
+
+
+def _master_status(manager: Manager) -> float | None:
+    return manager.registry.get_sample_value("leader_election_master_status", {"name": "kubetrain"})
 
 
 async def test_losing_the_lease_stops_everything_and_raises() -> None:

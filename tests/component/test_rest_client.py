@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
+from prometheus_client import CollectorRegistry
 
 from kubetrain.common import errors
 from kubetrain.common.kube.client import PatchType, Propagation, WatchEventType
 from kubetrain.common.kube.resources import PODS, Resource
 from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.common.metrics import Metrics
 from kubetrain.common.testing import FakeClock
 
 Handler = Callable[[web.Request], Any]
@@ -204,3 +206,43 @@ async def test_client_side_rate_limit_holds_requests_beyond_the_burst(server) ->
         assert len(srv.seen) == 3
     finally:
         await c.close()
+
+
+async def test_every_request_is_counted_as_client_go_counts_it(server) -> None:
+    """rest_client_requests_total{code,method,host}: answers by status, a watch once, no answer as <error>."""
+    srv, cfg = server
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    c = KubeApiClient(cfg, metrics=metrics)
+    srv.routes["GET", POD_PATH] = reply(200, {"metadata": {"name": "p"}})
+    srv.routes["DELETE", POD_PATH] = reply(404, status_body(404, "NotFound"))
+    srv.routes["GET", "/api/v1/namespaces/ns/pods"] = reply(200, {"type": "ADDED", "object": {}})
+    try:
+        await c.get(PODS, "ns", "p")
+        await c.get(PODS, "ns", "p")
+        with pytest.raises(errors.NotFound):
+            await c.delete(PODS, "ns", "p")
+        stream = c.watch(PODS, "ns", resource_version="1")
+        await anext(stream)
+        await stream.aclose()
+    finally:
+        await c.close()
+    down = KubeApiClient(Configuration(host="http://127.0.0.1:9"), metrics=metrics)
+    try:
+        with pytest.raises(errors.TransportError):
+            await down.get(PODS, "ns", "p")
+    finally:
+        await down.close()
+
+    host = cfg.host.removeprefix("http://")
+
+    def count(code: str, method: str, where: str = host) -> float | None:
+        labels = {"code": code, "method": method, "host": where}
+        return registry.get_sample_value("rest_client_requests_total", labels)
+
+    assert count("200", "GET") == 3, "two gets and the watch"
+    assert count("404", "DELETE") == 1
+    assert count("<error>", "GET", "127.0.0.1:9") == 1
+    for family in ("rest_client_request_duration_seconds", "rest_client_rate_limiter_duration_seconds"):
+        samples = registry.get_sample_value(f"{family}_count", {"verb": "GET", "host": host})
+        assert samples == 3, f"{family}: one observation per request"

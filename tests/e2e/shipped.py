@@ -26,6 +26,8 @@ from kubetrain.testing.process import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 EXAMPLES = ROOT / "examples"
+INSTALL = ("apply", "-k")
+"""The kubectl words of the install command, before the directory: what README.md tells users to run."""
 OPERATOR = "kubetrain-operator"
 """The name of the operator's Deployment, ServiceAccount and leader-election Lease."""
 LISTENER_FLAGS = ("--health-probe-bind-address", "--metrics-bind-address")
@@ -55,9 +57,10 @@ def render(plane: ControlPlane, directory: Path) -> list[Obj]:
 
 
 def install(plane: ControlPlane, directory: Path) -> list[Obj]:
-    """`kubectl apply --server-side -k directory` (as the README says), then scale the operator's
-    Deployment to 0: its pod could not run here (see the module docstring). Returns the installed objects."""
-    plane.kubectl("apply", "--server-side", "-k", str(directory))
+    """`kubectl apply -k directory`, plain client-side apply (the README's install command; test_project
+    keeps the two in step), then scale the operator's Deployment to 0: its pod could not run here (see the
+    module docstring). Returns the installed objects."""
+    plane.kubectl(*INSTALL, str(directory))
     objects = render(plane, directory)
     for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
         name = crd["metadata"]["name"]
@@ -103,7 +106,20 @@ def rbac_denials(op: OperatorProcess, namespace: str) -> list[str]:
 # the jobs --------------------------------------------------------------------------------------------------
 def example_jobs() -> dict[str, Obj]:
     """Every job of examples/, by file name."""
-    return {path.name: yaml.safe_load(path.read_text()) for path in sorted(EXAMPLES.glob("*/*.yaml"))}
+    return {path.name: _job_document(path) for path in example_files()}
+
+
+def example_files() -> list[Path]:
+    """Every file of examples/."""
+    return sorted(EXAMPLES.glob("*/*.yaml"))
+
+
+def _job_document(path: Path) -> Obj:
+    """The job of an example file (which may also carry the objects the job needs, e.g. a PVC)."""
+    job: Obj = next(
+        d for d in yaml.safe_load_all(path.read_text()) if d and d["apiVersion"].startswith("kubeflow.org/")
+    )
+    return job
 
 
 def submit(plane: ControlPlane, job: Obj, namespace: str) -> None:

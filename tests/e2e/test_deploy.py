@@ -27,6 +27,7 @@ from .shipped import (
     OPERATOR,
     Obj,
     deployment_args,
+    example_files,
     example_jobs,
     install,
     operator_container,
@@ -103,11 +104,12 @@ def test_the_shipped_deployments_arguments_are_accepted(control_plane: ControlPl
 def test_every_example_runs_to_success_under_the_shipped_rbac(
     control_plane: ControlPlane, base: list[Obj], operator: OperatorProcess, namespace: str
 ) -> None:
+    """Each example file as it is, `kubectl apply -f` into a fresh namespace: it carries what its job needs
+    (tf-chief-evaluator its PVC); the cluster only provides storage, as a provisioner would."""
     examples = example_jobs()
-    _bind_checkpoint_volume(control_plane, namespace)
-    _priority_class(control_plane, "batch-low")
-    for job in examples.values():
-        submit(control_plane, job, namespace)
+    _provide_volume(control_plane, namespace, "tf-checkpoints")
+    for path in example_files():
+        control_plane.kubectl("apply", "-f", str(path), namespace=namespace)
     queued = examples.pop(SUSPENDED_EXAMPLE)
     run_to_success(control_plane, namespace, list(examples.values()), operator)
 
@@ -134,6 +136,7 @@ def test_every_example_runs_to_success_under_the_shipped_rbac(
         assert f"{line} {expected}" in operator.metrics(), line
     assert rbac_denials(operator, operator_container(base)[0]) == []
     control_plane.kubectl("delete", "pv", f"tf-checkpoints-{namespace}", "--wait=false")
+    assert "Bound" in control_plane.kubectl("get", "pvc", "tf-checkpoints", namespace=namespace).stdout
 
 
 def test_deleting_a_job_removes_its_pods_and_services(
@@ -160,43 +163,21 @@ def test_deleting_a_job_removes_its_pods_and_services(
     assert rbac_denials(operator, operator_container(base)[0]) == []
 
 
-def _bind_checkpoint_volume(plane: ControlPlane, namespace: str) -> None:
-    """tf-chief-evaluator mounts the PVC `tf-checkpoints`, as its user would have created; no volume
-    controller runs here, so the claim is created bound to a PV made for it."""
-    pv, claim = f"tf-checkpoints-{namespace}", "tf-checkpoints"
-    storage = {"accessModes": ["ReadWriteMany"], "storageClassName": ""}
+def _provide_volume(plane: ControlPlane, namespace: str, claim: str) -> None:
+    """A PersistentVolume reserved for the example's claim: what a storage provisioner would make (the test
+    plane has none). The claim itself comes from the example file; the PV binder binds the two."""
     volume = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": {"name": pv},
+        "metadata": {"name": f"{claim}-{namespace}"},
         "spec": {
-            **storage,
+            "accessModes": ["ReadWriteMany"],
             "capacity": {"storage": "1Gi"},
             "hostPath": {"path": "/tmp/ckpt"},
             "claimRef": {"namespace": namespace, "name": claim},
         },
     }
-    bound = {"pv.kubernetes.io/bind-completed": "yes"}
-    request = {**storage, "resources": {"requests": {"storage": "1Gi"}}, "volumeName": pv}
-    pvc = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": claim, "annotations": bound},
-    }
-    objects = [volume, {**pvc, "spec": request}]
-    for obj in objects:
-        plane.kubectl("apply", "-f", "-", namespace=namespace, input=json.dumps(obj))
-
-
-def _priority_class(plane: ControlPlane, name: str) -> None:
-    """pytorch-kueue's pods ask for PriorityClass `batch-low`, which a Kueue setup defines."""
-    body = {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": 100,
-    }
-    plane.kubectl("apply", "-f", "-", input=json.dumps(body))
+    plane.kubectl("apply", "-f", "-", input=json.dumps(volume))
 
 
 def _names(plane: ControlPlane, resource: str, namespace: str) -> set[str]:

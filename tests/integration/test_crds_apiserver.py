@@ -91,21 +91,14 @@ def test_a_valid_job_is_accepted_and_its_template_kept(
     ]
 
 
-def _example_jobs() -> list[Path]:
-    kinds = {info.kind for info in KINDS}
-    found = []
-    for path in sorted(EXAMPLES.rglob("*.yaml")):
-        documents = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-        if documents and all(d.get("kind") in kinds for d in documents):
-            found.append(path)
-    return found
-
-
 def test_every_example_job_is_accepted(crds: ControlPlane, namespace: str) -> None:
-    examples = _example_jobs()
+    kinds = {info.kind for info in KINDS}
+    examples = sorted(EXAMPLES.rglob("*.yaml"))
     assert examples, f"no TFJob/PyTorchJob/MPIJob examples under {EXAMPLES}"
     for path in examples:
         for document in yaml.safe_load_all(path.read_text()):
+            if not document or document.get("kind") not in kinds:
+                continue  # the objects a job needs (a PVC) are applied in tests/e2e
             document["metadata"].pop("namespace", None)  # into the test's namespace
             code, out = _apply(crds, namespace, document, "--dry-run=server")
             assert code == 0, f"{path.relative_to(ROOT)}: {out}"

@@ -39,14 +39,6 @@ CPU = {
 }
 
 
-BATCH_LOW = {
-    "apiVersion": "scheduling.k8s.io/v1",
-    "kind": "PriorityClass",
-    "metadata": {"name": "batch-low"},
-    "value": 100,
-}
-
-
 @pytest.fixture
 async def operator(control_plane: ControlPlane, namespace: str) -> AsyncIterator[InProcessOperator]:
     async with on_control_plane(control_plane, [PyTorchJobController], namespace=namespace) as op:
@@ -139,8 +131,6 @@ def _suspend(value: bool) -> str:
 async def test_kueue_example_waits_suspended_until_admitted(
     control_plane: ControlPlane, namespace: str, operator: InProcessOperator
 ) -> None:
-    # The example's pods name a PriorityClass, which the cluster must have (a real API server checks).
-    kubectl_apply(control_plane, BATCH_LOW, namespace=namespace)
     control_plane.kubectl("apply", "-f", str(EXAMPLES / "pytorch-kueue.yaml"), namespace=namespace)
     assert await operator.reason(namespace, "pytorch-queued", "Suspended") == "PyTorchJobSuspended"
     assert await operator.pods(namespace) == {}

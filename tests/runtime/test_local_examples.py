@@ -104,7 +104,9 @@ def results(output: str) -> list[dict[str, Any]]:
 
 
 def job_of(path: Path) -> tuple[str, str, str]:
-    doc = yaml.safe_load(path.read_text())
+    doc = next(
+        d for d in yaml.safe_load_all(path.read_text()) if d and d["apiVersion"].startswith("kubeflow.org/")
+    )  # the job, not the objects it needs
     return doc["kind"], doc["metadata"].get("namespace", "default"), doc["metadata"]["name"]
 
 

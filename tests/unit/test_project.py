@@ -36,3 +36,26 @@ def test_console_script_prints_help() -> None:
         [sys.executable, "-m", "kubetrain.cli", "--help"], capture_output=True, text=True, check=True
     )
     assert "usage: kubetrain" in out.stdout
+
+
+def test_readme_install_command_is_the_one_the_e2e_tests_run() -> None:
+    """The e2e tier installs with `kubectl <INSTALL> manifests/base`; the README shows users the same."""
+    shipped = (ROOT / "tests" / "e2e" / "shipped.py").read_text()
+    words = re.search(r"^INSTALL = \((.*)\)$", shipped, flags=re.M)
+    assert words, "tests/e2e/shipped.py must define INSTALL, the kubectl words of the install command"
+    command = " ".join(["kubectl", *re.findall(r'"([^"]+)"', words.group(1)), "manifests/base"])
+    readme = (ROOT / "README.md").read_text()
+    shown = re.findall(r"^\s*(kubectl apply\b.*manifests/base)\b", readme, flags=re.M)
+    assert shown == [command], f"README shows {shown}; the e2e tests run {command!r}"
+    assert "--server-side" not in command, "plain client-side apply is what we promise works"
+
+
+def test_readme_refers_to_nothing_outside_the_repository() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "/work/" not in readme
+    for target in re.findall(r"\]\(([^)]+)\)|`(\.\./[^`\s]+)`", readme):
+        path = next(t for t in target if t)
+        if "://" in path:
+            continue
+        resolved = (ROOT / path.split("#")[0]).resolve()
+        assert resolved.is_relative_to(ROOT) and resolved.exists(), f"README links {path}"

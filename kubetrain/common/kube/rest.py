@@ -4,7 +4,9 @@ kubernetes_asyncio supplies what is hard to get right: kubeconfig and in-cluster
 token-file credentials, TLS material. The requests themselves are made here on one aiohttp session,
 because we need what its generated API does not give: every status mapped to our error tree with the
 server's `Status` reason, a streaming watch with bookmarks and in-stream ERROR events, and a
-client-side QPS/burst limiter (a token bucket on the injected clock) in front of every request.
+client-side QPS/burst limiter (a token bucket on the injected clock) in front of every request, and
+client-go's `rest_client_requests_total{code,method,host}` counted on every request (watches included;
+code "<error>" when no HTTP answer came back), with its latency and rate-limiter wait histograms.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from kubernetes_asyncio import config as kube_config
@@ -34,6 +37,7 @@ from kubetrain.common.kube.client import (
 )
 from kubetrain.common.kube.resources import Obj, Resource
 from kubetrain.common.kube.selectors import format_labels
+from kubetrain.common.metrics import REST_ERROR_CODE, Metrics
 from kubetrain.common.ratelimit import TokenBucket
 
 __all__ = ["KubeApiClient", "load_configuration"]
@@ -78,6 +82,7 @@ class KubeApiClient:
     """The real ApiClient (see `kubetrain.common.kube.client.ApiClient` for the contract).
 
     `qps`/`burst` bound the request rate of this client (watches count once, when they start).
+    `metrics`, when given, counts every request in `rest_client_requests_total`.
     Build it inside a running event loop (`await KubeApiClient.connect(...)`), close it with `close()`.
     """
 
@@ -90,12 +95,16 @@ class KubeApiClient:
         clock: Clock | None = None,
         request_timeout: float = 30.0,
         user_agent: str = "kubetrain",
+        metrics: Metrics | None = None,
     ) -> None:
         self._cfg = configuration
         self._base = str(configuration.host).rstrip("/")
-        self._limiter = TokenBucket(qps, burst, clock=clock or SystemClock())
+        self._clock = clock or SystemClock()
+        self._limiter = TokenBucket(qps, burst, clock=self._clock)
         self._timeout = request_timeout
         self._user_agent = user_agent
+        self._metrics = metrics
+        self._host = urlsplit(self._base).netloc  # client-go's `host` label: the server's host:port
         connector = aiohttp.TCPConnector(ssl=_ssl_context(configuration), limit=100)
         self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
 
@@ -252,7 +261,9 @@ class KubeApiClient:
         """One rate-limited request; yields the response when successful, else raises the mapped error."""
         query = {k: v for k, v in (params or {}).items() if v is not None}
         data = json.dumps(body).encode() if body is not None else None
+        queued = self._clock.monotonic()
         await self._limiter.wait()
+        sent = self._clock.monotonic()
         try:
             resp = await self._session.request(
                 method,
@@ -265,13 +276,20 @@ class KubeApiClient:
                 server_hostname=self._cfg.tls_server_name,
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            self._count(REST_ERROR_CODE, method, queued, sent)
             raise TransportError(f"{method} {path}: {err}") from err
+        self._count(resp.status, method, queued, sent)
         try:
             if resp.status >= 400:
                 raise await _error(resp)
             yield resp
         finally:
             resp.release()
+
+    def _count(self, code: int | str, method: str, queued: float, sent: float) -> None:
+        if self._metrics is not None:
+            now = self._clock.monotonic()
+            self._metrics.rest_request(code, method, self._host, waited=sent - queued, took=now - sent)
 
     async def _headers(self, content_type: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": self._user_agent}

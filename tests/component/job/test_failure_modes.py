@@ -134,5 +134,5 @@ def _reconciles(cluster: Cluster) -> float:
             "controller_runtime_reconcile_total", {"controller": "toyjob-controller", "result": r}
         )
         or 0.0
-        for r in ("success", "error", "requeue_after", "terminal")
+        for r in ("success", "error", "requeue", "requeue_after")
     )

@@ -14,6 +14,7 @@ from kubetrain.api import (
     dump_jobs,
     load_jobs,
     load_valid_jobs,
+    other_objects,
     parse_job,
 )
 
@@ -176,3 +177,29 @@ def test_load_valid_jobs_defaults_and_numbers_documents() -> None:
     with pytest.raises(InvalidJobError) as caught:
         load_valid_jobs(TF + "---\n" + PT.replace("image: tf:2", "image: ''"))
     assert [str(e).split(":")[0] for e in caught.value.errors] == ["document 2"]
+
+
+def test_objects_of_other_groups_beside_a_job_are_passed_over_and_listed() -> None:
+    """A file a user `kubectl apply`s whole: the PVC it mounts, a PriorityClass, then the job."""
+    text = (
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: ckpt}\n---\n"
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\nvalue: 1\n---\n"
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: a}\nspec:\n"
+        "  pytorchReplicaSpecs: {Master: {template: {spec: {containers: [{name: pytorch, image: i}]}}}}\n"
+    )
+    assert [job.metadata.name for job in load_jobs(text)] == ["a"]
+    assert [(o["kind"], o["metadata"]["name"]) for o in other_objects(text)] == [
+        ("PersistentVolumeClaim", "ckpt"),
+        ("PriorityClass", "low"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: kubeflow.org/v1\nkind: XGBoostJob\n",  # a Kubeflow kind kubetrain does not serve
+        "apiVersion: v1\nkind: TFJob\n",  # a job kind under a wrong apiVersion
+    ],
+)
+def test_a_job_like_document_is_never_passed_over(text: str) -> None:
+    assert error_lines(text) and other_objects(text) == []

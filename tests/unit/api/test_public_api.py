@@ -73,6 +73,7 @@ PUBLIC = {
     "parse_job",
     "load_jobs",
     "load_valid_jobs",
+    "other_objects",
     "dump_jobs",
 }
 

@@ -171,6 +171,14 @@ def test_submit_client_dry_run_never_contacts_a_cluster(monkeypatch: pytest.Monk
     assert code == 0 and "mpijob.kubeflow.org/mpi-mpich valid" in out
 
 
+def test_submit_names_the_other_objects_of_a_file_it_leaves_to_kubectl(fake: Any, capsys: Any) -> None:
+    example = EXAMPLES / "tensorflow" / "tf-chief-evaluator.yaml"  # a PVC, then the TFJob
+    code, out, err = run(capsys, "submit", str(example))
+    assert code == 0 and out.strip() == "tfjob.kubeflow.org/tf-chief-evaluator created"
+    assert "PersistentVolumeClaim 'tf-checkpoints' is not a job" in err
+    assert f"kubectl apply -f {example}" in err
+
+
 def test_submitting_an_existing_job_exits_1(fake: Any, job: Make, capsys: Any) -> None:
     fake.jobs += [job("PyTorchJob", "pytorch-ddp")]
     code, _, err = run(capsys, "submit", str(EXAMPLES / "pytorch" / "pytorch-ddp.yaml"))

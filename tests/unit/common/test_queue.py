@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from kubetrain.common.metrics import Metrics
 from kubetrain.common.queue import QueueShutDown, WorkQueue
 from kubetrain.common.ratelimit import ItemExponentialRateLimiter
 from kubetrain.common.testing import FakeClock, settle
@@ -127,3 +129,34 @@ async def test_drain_waits_for_items_in_progress() -> None:
     assert not drain.done(), "drain must wait for the item being processed"
     q.done(item)
     await asyncio.wait_for(drain, 1)
+
+
+async def test_in_flight_gauges_show_work_not_yet_done() -> None:
+    """workqueue_unfinished_work_seconds and _longest_running_processor_seconds, read at scrape time."""
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    q: WorkQueue[str] = WorkQueue(clock=clock, name="jobs", metrics=Metrics(registry).queue("jobs"))
+
+    def gauge(name: str) -> float | None:
+        return registry.get_sample_value(name, {"name": "jobs", "controller": "jobs"})
+
+    q.add("a")
+    q.add("b")
+    first = await q.get()
+    await clock.advance(3)
+    second = await q.get()
+    await clock.advance(1)
+    assert gauge("workqueue_unfinished_work_seconds") == 5.0, "4 s of a plus 1 s of b"
+    assert gauge("workqueue_longest_running_processor_seconds") == 4.0
+    q.done(first)
+    q.done(second)
+    assert gauge("workqueue_unfinished_work_seconds") == 0.0
+    assert gauge("workqueue_longest_running_processor_seconds") == 0.0
+    assert gauge("workqueue_adds_total") == 2.0
+    assert gauge("workqueue_depth") == 0.0
+    assert (
+        registry.get_sample_value(
+            "workqueue_work_duration_seconds_count", {"name": "jobs", "controller": "jobs"}
+        )
+        == 2.0
+    )

@@ -52,7 +52,11 @@ async def render_snapshot(
     running: bool = False,
 ) -> str:
     """The normalised YAML of everything `controller` creates for the job in `example`."""
-    body = yaml.safe_load(example.read_text())
+    body = next(
+        d
+        for d in yaml.safe_load_all(example.read_text())
+        if d and d["apiVersion"].startswith("kubeflow.org/")
+    )  # the job, not the PVC beside it
     namespace = body.setdefault("metadata", {}).setdefault("namespace", "default")
     suspended = bool((body.get("spec", {}).get("runPolicy") or {}).get("suspend"))
     if suspended:

@@ -28,7 +28,11 @@ scheduler-plugins, whose PodGroup does not hold back pod creation, so pods and P
 
 
 def _doc(example: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load(example.read_text())
+    doc: dict[str, Any] = next(
+        d
+        for d in yaml.safe_load_all(example.read_text())
+        if d and d["apiVersion"].startswith("kubeflow.org/")
+    )
     return doc
 
 
