@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kubetrain.api import PYTORCHJOB, FieldError, PyTorchJob
+from kubetrain.api import PYTORCHJOB, FieldError, PyTorchJob, ReplicaSpec
 from kubetrain.api.pytorchjob import ElasticPolicy, PyTorchReplicaType, RDZVBackend
 from kubetrain.common.job import ExtraObject, Observed, ReplicaCounts, Verdict, replica_name
 from kubetrain.common.job.containers import replica_gpus, replica_port, set_env
@@ -178,17 +178,31 @@ def nproc_per_node(job: PyTorchJob) -> str | None:
 def resolved_nproc(job: PyTorchJob, rtype: str) -> str | None:
     """nprocPerNode for `rtype`'s pods as torchrun would resolve it inside them.
 
-    `gpu` and `auto` count the pod's visible GPUs, which a device plugin makes exactly the main container's
-    `nvidia.com/gpu` limit: with a limit, both become that number. Without one, `gpu` stays (torchrun then
-    says there is no GPU) and `auto` stays (torchrun uses the node's CPU count, which only the node knows).
+    torchrun's `gpu` and `auto` count the GPUs the process sees, which a device plugin makes exactly the main
+    container's `nvidia.com/gpu` limit. So `gpu` (which only torchrun reads) becomes that limit. `auto` is
+    also Kubeflow's default for every PyTorchJob, including jobs that run one plain `python` process per
+    pod whatever its GPUs: it becomes the limit only when the container runs torchrun, else a pod counts
+    as one process, as in Kubeflow. Without a limit both stay as written (torchrun then says there is no
+    GPU, or uses the node's CPU count, which only the node knows).
     """
     nproc = nproc_per_node(job)
-    if nproc in ("gpu", "auto"):
-        spec = job.replica_specs.get(rtype)
-        gpus = replica_gpus(PYTORCHJOB, spec) if spec is not None else 0
-        if gpus > 0:
-            return str(gpus)
+    spec = job.replica_specs.get(rtype)
+    if nproc not in ("gpu", "auto") or spec is None:
+        return nproc
+    gpus = replica_gpus(PYTORCHJOB, spec)
+    if gpus > 0 and (nproc == "gpu" or _runs_torchrun(spec)):
+        return str(gpus)
     return nproc
+
+
+def _runs_torchrun(spec: ReplicaSpec) -> bool:
+    """Whether the main container starts torchrun (`torchrun ...`, `python -m torch.distributed.run ...`)."""
+    containers = spec.template.spec.containers
+    index = PYTORCHJOB.default_container_index(containers)
+    if index is None:
+        return False
+    words = [*(containers[index].command or ()), *(containers[index].args or ())]
+    return any(w.rsplit("/", 1)[-1] == "torchrun" or w.startswith("torch.distributed.run") for w in words)
 
 
 def _processes(job: PyTorchJob, rtype: str) -> int:

@@ -293,8 +293,11 @@ class LocalRun:
     def _check_gpus(self, ctl: JobController[Any]) -> None:
         """Refuse (GpuFitError) a job whose GPU requests can never fit, before anything starts."""
         job = ctl.default(ctl.kind.model.model_validate(self.job))
+        # An elastic PyTorchJob starts training once minReplicas workers are up: only those must fit at once.
+        elastic = getattr(job.spec, "elastic_policy", None)
+        least = elastic.min_replicas if elastic is not None and elastic.min_replicas is not None else None
         requests = {
-            str(rtype): (replica_gpus(ctl.kind, spec), spec.replicas or 0)
+            str(rtype): (replica_gpus(ctl.kind, spec), min(spec.replicas or 0, least or spec.replicas or 0))
             for rtype, spec in job.replica_specs.items()
         }
         check_fit(requests, self._gpus.inventory)

@@ -181,3 +181,14 @@ def _wait_for(proc: subprocess.Popen[str], text: str) -> str:
         assert line and time.monotonic() < deadline, f"no {text!r} in:\n" + "".join(lines)
         lines.append(line)
     return "".join(lines)
+
+
+def test_an_elastic_job_needs_only_its_minimum_to_fit(tmp_path: Path, machine: dict[str, str]) -> None:
+    """4 one-GPU workers on 3 GPUs: never all at once, but minReplicas 2 can train, so the job runs."""
+    job = pytorch_job("elastic", {"Worker": replica(SHOW, replicas=4, **gpus(1))})
+    job["spec"]["elasticPolicy"] = {"minReplicas": 2, "maxReplicas": 4}
+    proc = start(tmp_path, machine, job)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "must run at once" not in out
+    assert len(seen(out)) >= 2

@@ -78,18 +78,38 @@ def test_world_size_counts_processes_per_node_when_it_is_a_number(nproc: str, wo
     assert (got["PET_NPROC_PER_NODE"], got["WORLD_SIZE"]) == (nproc, world_size)
 
 
-def _gpu_replicas(count: int, gpus: int) -> dict[str, Any]:
+def _gpu_replicas(count: int, gpus: int, command: list[str] | None = None) -> dict[str, Any]:
     limits = {"resources": {"limits": {"nvidia.com/gpu": gpus}}}
-    return replicas(count, container("pytorch", **limits))
+    return replicas(count, container("pytorch", command=command or ["python", "train.py"], **limits))
 
 
-@pytest.mark.parametrize("nproc", ["gpu", "auto"])
-def test_gpu_and_auto_resolve_to_the_pods_gpu_limit_as_torchrun_would(nproc: str) -> None:
+TORCHRUN = ["torchrun", "train.py"]
+
+
+@pytest.mark.parametrize(
+    ("nproc", "command"),
+    [
+        ("gpu", None),
+        ("gpu", TORCHRUN),
+        ("auto", TORCHRUN),
+        ("auto", ["python", "-m", "torch.distributed.run"]),
+    ],
+)
+def test_gpu_and_auto_under_torchrun_resolve_to_the_pods_gpu_limit(
+    nproc: str, command: list[str] | None
+) -> None:
     """torchrun counts the GPUs the pod sees, which the device plugin makes its nvidia.com/gpu limit."""
-    specs = {"Master": _gpu_replicas(1, 4), "Worker": _gpu_replicas(3, 4)}
+    specs = {"Master": _gpu_replicas(1, 4, command), "Worker": _gpu_replicas(3, 4, command)}
     for rtype in ("Master", "Worker"):
         got = torch_env(specs, rtype, 0, nprocPerNode=nproc)
         assert (got["PET_NPROC_PER_NODE"], got["WORLD_SIZE"]) == ("4", "16")
+
+
+def test_the_default_auto_keeps_one_process_per_pod_without_torchrun() -> None:
+    """Kubeflow's default `auto` on a plain `python` pod with GPUs: one process per pod, WORLD_SIZE = pods."""
+    specs = {"Master": _gpu_replicas(1, 4), "Worker": _gpu_replicas(3, 4)}
+    got = torch_env(specs, "Worker", 0, nprocPerNode="auto")
+    assert (got["PET_NPROC_PER_NODE"], got["WORLD_SIZE"]) == ("auto", "4")
 
 
 def test_nproc_resolves_per_replica_type_and_a_pod_without_gpus_keeps_the_word() -> None:
