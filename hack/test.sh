@@ -34,7 +34,7 @@ fi
 tail -n 3 "$go_log"
 phase "ruff";               ruff check kubetrain tests bench
 phase "ruff format";        ruff format --check kubetrain tests bench
-phase "mypy --strict";      mypy && MYPYPATH=bench mypy --strict bench/operator_scale.py bench/opbench
+phase "mypy --strict";      mypy && MYPYPATH=bench mypy --strict bench/operator_scale.py bench/operator_at_rest.py bench/opbench
 phase "import contracts";   lint-imports
 phase "generated CRDs";     kubetrain crds --check
 phase "pytest"

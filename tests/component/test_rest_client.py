@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio.client import Configuration
 from prometheus_client import CollectorRegistry
 
 from kubetrain.common import errors
 from kubetrain.common.kube.client import PatchType, Propagation, WatchEventType
 from kubetrain.common.kube.resources import PODS, Resource
-from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.common.kube.rest import Credentials, KubeApiClient
 from kubetrain.common.metrics import Metrics
 from kubetrain.common.testing import FakeClock
 
@@ -47,7 +46,7 @@ def status_body(code: int, reason: str, message: str = "m", **extra: Any) -> dic
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[tuple[Server, Configuration]]:
+async def server() -> AsyncIterator[tuple[Server, Credentials]]:
     srv = Server()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", srv.handle)
@@ -55,8 +54,7 @@ async def server() -> AsyncIterator[tuple[Server, Configuration]]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    cfg = Configuration(host=f"http://127.0.0.1:{runner.addresses[0][1]}")
-    cfg.api_key = {"BearerToken": "Bearer secret-token"}
+    cfg = Credentials(host=f"http://127.0.0.1:{runner.addresses[0][1]}", token="secret-token")
     yield srv, cfg
     await runner.cleanup()
 
@@ -112,7 +110,7 @@ async def test_too_many_requests_carries_retry_after(server, client) -> None:
 
 
 async def test_unreachable_server_is_a_transport_error() -> None:
-    c = KubeApiClient(Configuration(host="http://127.0.0.1:9"))
+    c = KubeApiClient(Credentials(host="http://127.0.0.1:9"))
     try:
         with pytest.raises(errors.TransportError):
             await c.get(PODS, "ns", "p")
@@ -227,7 +225,7 @@ async def test_every_request_is_counted_as_client_go_counts_it(server) -> None:
         await stream.aclose()
     finally:
         await c.close()
-    down = KubeApiClient(Configuration(host="http://127.0.0.1:9"), metrics=metrics)
+    down = KubeApiClient(Credentials(host="http://127.0.0.1:9"), metrics=metrics)
     try:
         with pytest.raises(errors.TransportError):
             await down.get(PODS, "ns", "p")

@@ -1,7 +1,7 @@
 """`KubeApiClient`: the ApiClient over HTTP, for any Resource (CRDs included), on plain JSON dicts.
 
-kubernetes_asyncio supplies what is hard to get right: kubeconfig and in-cluster loading, exec and
-token-file credentials, TLS material. The requests themselves are made here on one aiohttp session,
+Credentials come from `credentials` (in-cluster config and kubeconfig files; kubernetes_asyncio only for
+exec/auth-provider plugins, imported then). The requests themselves are made here on one aiohttp session,
 because we need what its generated API does not give: every status mapped to our error tree with the
 server's `Status` reason, a streaming watch with bookmarks and in-stream ERROR events, and a
 client-side QPS/burst limiter (a token bucket on the injected clock) in front of every request, and
@@ -14,14 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import Configuration
 
 from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.errors import ApiError, TooManyRequests, TransportError, error_from_status
@@ -35,41 +32,17 @@ from kubetrain.common.kube.client import (
     WatchEvent,
     WatchEventType,
 )
+from kubetrain.common.kube.credentials import Credentials, load_credentials
 from kubetrain.common.kube.resources import Obj, Resource
 from kubetrain.common.kube.selectors import format_labels
 from kubetrain.common.metrics import REST_ERROR_CODE, Metrics
 from kubetrain.common.ratelimit import TokenBucket
 
-__all__ = ["KubeApiClient", "load_configuration"]
+__all__ = ["Credentials", "KubeApiClient", "load_credentials"]
 
 _PAGE = 500
 _TLS_SHUTDOWN_GRACE = 0.25  # seconds; see KubeApiClient.close
 _MAX_LINE = 64 * 1024 * 1024  # a watch event larger than this is not a Kubernetes object
-
-
-async def load_configuration(kubeconfig: str | None = None, *, context: str | None = None) -> Configuration:
-    """Credentials and endpoint: from `kubeconfig` if given, else in-cluster, else ~/.kube/config."""
-    cfg = Configuration()
-    if kubeconfig is None:
-        try:
-            kube_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-            return cfg
-        except kube_config.ConfigException:
-            pass
-    await kube_config.load_kube_config(
-        config_file=kubeconfig, context=context, client_configuration=cfg, persist_config=False
-    )
-    return cfg
-
-
-def _ssl_context(cfg: Configuration) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-    if cfg.cert_file:
-        ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
-    if not cfg.verify_ssl:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx
 
 
 def _selector(selector: LabelSelector | None) -> str | None:
@@ -88,7 +61,7 @@ class KubeApiClient:
 
     def __init__(
         self,
-        configuration: Configuration,
+        credentials: Credentials,
         *,
         qps: float = 50.0,
         burst: int = 100,
@@ -97,15 +70,16 @@ class KubeApiClient:
         user_agent: str = "kubetrain",
         metrics: Metrics | None = None,
     ) -> None:
-        self._cfg = configuration
-        self._base = str(configuration.host).rstrip("/")
+        self._cfg = credentials
+        self._base = credentials.host.rstrip("/")
         self._clock = clock or SystemClock()
         self._limiter = TokenBucket(qps, burst, clock=self._clock)
         self._timeout = request_timeout
         self._user_agent = user_agent
         self._metrics = metrics
         self._host = urlsplit(self._base).netloc  # client-go's `host` label: the server's host:port
-        connector = aiohttp.TCPConnector(ssl=_ssl_context(configuration), limit=100)
+        tls = credentials.ssl_context() if self._base.startswith("https:") else False
+        connector = aiohttp.TCPConnector(ssl=tls, limit=100)
         self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
 
     @classmethod
@@ -113,7 +87,7 @@ class KubeApiClient:
         cls, kubeconfig: str | None = None, *, context: str | None = None, **options: Any
     ) -> KubeApiClient:
         """A client from `kubeconfig` (or in-cluster config); `options` go to the constructor."""
-        return cls(await load_configuration(kubeconfig, context=context), **options)
+        return cls(await load_credentials(kubeconfig, context=context), **options)
 
     async def close(self) -> None:
         """Close every connection. Idempotent.
@@ -293,11 +267,7 @@ class KubeApiClient:
 
     async def _headers(self, content_type: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": self._user_agent}
-        for auth in (await self._cfg.auth_settings()).values():
-            if auth.get("in") == "header" and auth.get("value"):
-                headers[auth["key"]] = auth["value"]
-        if self._cfg.username or self._cfg.password:
-            headers["Authorization"] = self._cfg.get_basic_auth_token()
+        headers.update(await self._cfg.headers())
         return headers
 
 

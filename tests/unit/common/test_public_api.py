@@ -48,7 +48,7 @@ PUBLIC = {
         "CONFIGMAPS", "EVENTS", "HPAS", "JOBS", "LEASES", "NAMESPACES", "Obj", "PODS", "Resource",
         "SCHED_PODGROUPS", "SECRETS", "SERVICES", "SERVICE_ACCOUNTS", "VOLCANO_PODGROUPS",
     ],
-    "kube.rest": ["KubeApiClient", "load_configuration"],
+    "kube.rest": ["Credentials", "KubeApiClient", "load_credentials"],
     "kube.selectors": ["Matcher", "field_matcher", "format_labels", "label_matcher"],
     "kube.store": [
         "INDEX_CONTROLLER_UID", "INDEX_JOB_NAME", "IndexFn", "JOB_NAME_LABEL", "Store", "by_controller_uid",

@@ -1,0 +1,95 @@
+"""The operator at rest: resident memory of `kubetrain operator` started, caches synced, no jobs.
+
+What a platform engineer pays for an idle operator on every cluster (issue target: at most 60 MiB), next
+to what importing the entry point alone costs and which large packages that import pulls in. It starts a
+throw-away control plane (`kubetrain.testing`), installs the CRDs, runs `kubetrain operator` against it
+as a Deployment would (admin kubeconfig here), waits until /readyz answers, then samples VmRSS.
+
+    python bench/operator_at_rest.py [--samples 5] [--out bench/results/operator_at_rest.md]
+
+Prints a table and writes it to --out. Figures vary with the machine's load by a few MiB; compare runs
+made on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kubetrain.testing.controlplane import ControlPlane
+from kubetrain.testing.operator_process import OperatorProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = (
+    "kubernetes_asyncio",
+    "kubernetes",
+    "pydantic",
+    "prometheus_client",
+    "aiohttp",
+    "yaml",
+    "cryptography",
+)
+_IMPORT_PROBE = """
+import sys
+import kubetrain.cli.operator_app
+rss = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS:')) / 1024
+heavy = [m for m in {heavy!r} if m in sys.modules]
+print(f"{{rss:.1f}} {{','.join(heavy)}}")
+"""
+
+
+def import_cost() -> tuple[float, str]:
+    """RSS (MiB) of a fresh interpreter after importing the operator's entry point, and the heavy modules."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE.format(heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rss, _, heavy = done.stdout.strip().partition(" ")
+    return float(rss), heavy or "-"
+
+
+def at_rest(samples: int) -> list[float]:
+    """VmRSS (MiB) of a running, ready, idle operator, sampled once a second."""
+    with ControlPlane() as plane, tempfile.TemporaryDirectory() as tmp:
+        plane.kubectl("apply", "-f", str(ROOT / "manifests" / "crds"))
+        with OperatorProcess(plane.kubeconfig, ["--no-leader-elect"], workdir=Path(tmp)) as op:
+            op.wait_ready()
+            time.sleep(2.0)  # informers listed and watching; nothing else to do
+            found = []
+            for _ in range(samples):
+                found.append(op.rss_mib())
+                time.sleep(1.0)
+            return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "operator_at_rest.md")
+    args = parser.parse_args()
+    imported, heavy = import_cost()
+    rss = at_rest(args.samples)
+    lines = [
+        "| what | RSS MiB | notes |",
+        "|---|---|---|",
+        f"| `import kubetrain.cli.operator_app` | {imported:.1f} | heavy modules loaded: {heavy} |",
+        f"| operator ready, idle (median of {len(rss)}) | {sorted(rss)[len(rss) // 2]:.1f} | "
+        f"min {min(rss):.1f}, max {max(rss):.1f}; target <= 60 |",
+    ]
+    table = "\n".join(lines)
+    print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
