@@ -8,6 +8,8 @@ What the CRDs carry beyond the models:
 - the full core/v1 pod template schema (`podschema.py`), so a bad container is rejected at `kubectl apply`;
   each file stays well under the 256 KiB that client-side `kubectl apply` allows (see `compactyaml.py`);
 - a CEL rule that rejects unknown replica types (any letter case of the kind's types is accepted);
+- `nullable: true` where the Kubeflow Go types write `null` (`_GO_NULLS`; the pod template's own are in
+  `podschema.GO_NULLS`), so objects written by Go clients and webhooks are accepted;
 - `minimum: 0` on counts that cannot be negative (replicas, run-policy limits, slots), so the API server,
   not the operator, rejects them with the field's path;
 - the status subresource; the scale subresource of PyTorchJob's Workers (for elastic training and HPA);
@@ -23,7 +25,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from kubetrain.api import compactyaml
-from kubetrain.api.common import LabelSelector, ReplicaSpec, RunPolicy
+from kubetrain.api.common import JobCondition, LabelSelector, ReplicaSpec, RunPolicy
 from kubetrain.api.kinds import KINDS, KindInfo
 from kubetrain.api.meta import ObjectMeta
 from kubetrain.api.mpijob import MPIJobSpec
@@ -57,6 +59,14 @@ _NON_NEGATIVE: dict[type[Any], tuple[str, ...]] = {
 }
 """Integer fields that must be >= 0, by model and wire name."""
 
+_GO_NULLS: dict[type[Any], tuple[str, ...]] = {
+    JobCondition: ("lastUpdateTime", "lastTransitionTime"),
+}
+"""Fields the Kubeflow Go types (training-operator v1.9.4 kubeflow.org/v1, mpi-operator v0.8.0 v2beta1) write
+as `null` when unset: `metav1.Time` values, which `omitempty` does not omit. The replica-spec maps (no
+`omitempty`) and their `*ReplicaSpec` values are also written as `null` when nil, but such a job is
+invalid (Kubeflow rejects it too), so those stay non-nullable."""
+
 _KUBERNETES_FIELDS: dict[type[Any], dict[str, Schema]] = {
     ElasticPolicy: {
         "metrics": {
@@ -87,6 +97,8 @@ class _CrdJsonSchema(GenerateJsonSchema):
         properties: dict[str, Schema] = json_schema.get("properties", {})
         for name in _NON_NEGATIVE.get(cls, ()):
             properties[name]["minimum"] = 0
+        for name in _GO_NULLS.get(cls, ()):
+            properties[name]["nullable"] = True
         properties.update(_KUBERNETES_FIELDS.get(cls, {}))
         return json_schema
 

@@ -12,8 +12,14 @@ Decisions (each keeps full validation of every pod field while trimming bytes):
   `type: object` + `x-kubernetes-preserve-unknown-fields`, so generation never loops.
 - Descriptions are dropped inside the pod template: they are ~60% of the bytes, and
   `kubectl explain pod.spec` documents the same fields.
-- `nullable` is not emitted: the API server drops a `null` for a non-nullable field, exactly as a
-  native pod treats `null` as unset; `type: [X, "null"]` becomes `type: X`.
+- `nullable: true` exactly where Kubernetes' Go types write `null` (`GO_NULLS`): fields without
+  `omitempty` that are pointers, slices or maps, and every `metav1.Time` (`creationTimestamp: null` in
+  every template a Go client or webhook writes). The API server drops a non-nullable `null` only while
+  decoding the request body; a `null` that a mutating webhook's patch puts back is validated, and a
+  non-nullable field rejects it with `Invalid value: "null"` (Kueue's webhook did exactly that).
+  Elsewhere `type: [X, "null"]` becomes `type: X`: native pods accept any `null`, but only these come from
+  real clients, and each `nullable` costs bytes of the 256 KiB budget. Required fields stay non-nullable
+  even where Go can write `null` (`containers`): such an object is invalid anyway.
 - IntOrString and Quantity become `x-kubernetes-int-or-string: true` with the `anyOf` integer/string
   pair the API server allows; quantities also carry the quantity pattern, so `memory: 2 GB` is rejected.
   A CRD cannot say "number or string", so `cpu: 0.5` must be written `"0.5"` or `500m` (as with the
@@ -37,6 +43,7 @@ from importlib import resources
 from typing import Any
 
 __all__ = [
+    "GO_NULLS",
     "KUBERNETES_SCHEMA_VERSION",
     "POD_TEMPLATE",
     "QUANTITY_PATTERN",
@@ -64,6 +71,22 @@ _MAP_KEY_DEFAULTS: dict[tuple[str, str], str] = {
     ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
     ("io.k8s.api.core.v1.LocalObjectReference", "name"): "",
 }
+
+GO_NULLS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "creationTimestamp"),
+        ("io.k8s.api.core.v1.GRPCAction", "service"),
+        ("io.k8s.api.core.v1.ProjectedVolumeSource", "sources"),
+        ("io.k8s.api.core.v1.TypedLocalObjectReference", "apiGroup"),
+        ("io.k8s.api.core.v1.TypedObjectReference", "apiGroup"),
+    }
+)
+"""(definition, property) pairs that Go's encoding/json writes as `null` for an unset optional field.
+
+Found by walking core/v1 PodTemplateSpec of k8s.io/api v0.37.0 with Go reflection: every field whose zero
+value marshals as `null` (a `metav1.Time`; a pointer, slice or map without `omitempty`) and that the
+OpenAPI definition does not mark required.
+"""
 
 # Keywords copied as they are; anything not listed here or handled below stops generation.
 _COPIED = (
@@ -107,7 +130,7 @@ def _template_metadata() -> Schema:
         "type": "object",
         "properties": {
             "annotations": string_map,
-            "creationTimestamp": {"type": "string", "format": "date-time"},
+            "creationTimestamp": {"type": "string", "format": "date-time", "nullable": True},
             "finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
             "generateName": {"type": "string"},
             "labels": string_map,
@@ -177,6 +200,9 @@ class _Inliner:
             out["properties"] = {
                 k: self.node(v, f"{where}.{k}") for k, v in sorted(node["properties"].items())
             }
+            for name, field in out["properties"].items():
+                if (where, name) in GO_NULLS:
+                    field["nullable"] = True
         if isinstance(node.get("additionalProperties"), dict):
             out["additionalProperties"] = self.node(node["additionalProperties"], f"{where}.*")
         if "items" in node:

@@ -6,8 +6,9 @@ numeric `exclusiveMinimum`); the API server wants a structural schema: every nod
 nothing else, so that the CRD assembly (`crd.py`) reads as a description of the CRDs.
 
 Choices:
-- Optional fields are simply not `required`; `nullable` is not emitted (the API server drops a `null` for a
-  non-nullable field, which is what unset means to the operator).
+- Optional fields are simply not `required`; `nullable` is kept only where a model asks for it (`crd.py`
+  marks the fields Go clients write as `null`): the API server drops a `null` for a non-nullable field
+  while decoding a request, but rejects one that a mutating webhook puts back.
 - Defaults are never emitted. The operator defaults in memory (`kubetrain.api` defaulting), as Kubeflow's
   v1 operator does; server-side defaults would change what users see stored and would freeze today's
   defaults into every object.
@@ -48,6 +49,7 @@ _COPIED = (
     "x-kubernetes-map-type",
     "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-validations",
+    "nullable",
 )
 _DROPPED = frozenset({"title", "default", "examples", "$defs", "propertyNames"})
 _HANDLED = frozenset(
