@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from kubetrain.api import compactyaml
+from kubetrain.api import celrules, compactyaml
 from kubetrain.api.common import JobCondition, LabelSelector, ReplicaSpec, RunPolicy
 from kubetrain.api.kinds import KINDS, KindInfo
 from kubetrain.api.meta import ObjectMeta
@@ -52,12 +52,17 @@ _KIND_DOC = (
     "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
 )
 
-_NON_NEGATIVE: dict[type[Any], tuple[str, ...]] = {
-    ReplicaSpec: ("replicas",),
-    RunPolicy: ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit"),
-    MPIJobSpec: ("slotsPerWorker",),
+_MINIMUMS: dict[type[Any], dict[str, int]] = {
+    ReplicaSpec: {"replicas": 0},
+    RunPolicy: {"ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 0, "backoffLimit": 0},
+    MPIJobSpec: {"slotsPerWorker": 1},
+    ElasticPolicy: {"minReplicas": 1, "nProcPerNode": 1, "maxRestarts": 0, "rdzvPort": 1},
 }
-"""Integer fields that must be >= 0, by model and wire name."""
+"""Lower bounds of integer fields, by model and wire name (validation.py checks the same)."""
+_MAXIMUMS: dict[type[Any], dict[str, int]] = {
+    ElasticPolicy: {"rdzvPort": 65535},
+}
+"""Upper bounds of integer fields, by model and wire name (validation.py checks the same)."""
 
 _GO_NULLS: dict[type[Any], tuple[str, ...]] = {
     JobCondition: ("lastUpdateTime", "lastTransitionTime"),
@@ -95,8 +100,10 @@ class _CrdJsonSchema(GenerateJsonSchema):
             return {"type": "object"}
         json_schema = super().model_schema(schema)
         properties: dict[str, Schema] = json_schema.get("properties", {})
-        for name in _NON_NEGATIVE.get(cls, ()):
-            properties[name]["minimum"] = 0
+        for name, low in _MINIMUMS.get(cls, {}).items():
+            properties[name]["minimum"] = low
+        for name, high in _MAXIMUMS.get(cls, {}).items():
+            properties[name]["maximum"] = high
         for name in _GO_NULLS.get(cls, ()):
             properties[name]["nullable"] = True
         properties.update(_KUBERNETES_FIELDS.get(cls, {}))
@@ -114,24 +121,11 @@ def _open_api_schema(info: KindInfo) -> Schema:
     properties["apiVersion"]["description"] = _API_VERSION_DOC
     properties["kind"]["description"] = _KIND_DOC
     schema.pop("required", None)  # apiVersion/kind/metadata are the API server's business
-    _restrict_replica_types(info, properties["spec"]["properties"][info.replica_specs_field])
+    celrules.add_rules(info, schema)
     if info.kind == "MPIJob":
         conditions = properties["status"]["properties"]["conditions"]
         conditions.update({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
     return schema
-
-
-def _restrict_replica_types(info: KindInfo, replica_specs: Schema) -> None:
-    # Kubeflow reads replica-type keys case-insensitively (`worker` is `Worker`); any other key is a typo.
-    # maxProperties bounds the CEL cost estimate, which the API server checks when the CRD is created.
-    names = ", ".join(f"'{rtype.lower()}'" for rtype in info.replica_types)
-    replica_specs["maxProperties"] = len(info.replica_types)
-    replica_specs["x-kubernetes-validations"] = [
-        {
-            "rule": f"self.all(k, k.lowerAscii() in [{names}])",
-            "message": f"replica types are {', '.join(info.replica_types)} (in any letter case)",
-        }
-    ]
 
 
 def _subresources(info: KindInfo) -> Schema:

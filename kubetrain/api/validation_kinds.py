@@ -120,9 +120,11 @@ def _mpi_errors(job: MPIJob) -> Iterator[FieldError]:
                 f"{rspec.restart_policy.value} is not supported by MPIJob",
                 "use Never or OnFailure",
             )
-    if spec.slots_per_worker is not None and spec.slots_per_worker < 0:
+    if spec.slots_per_worker is not None and spec.slots_per_worker < 1:
         yield FieldError(
-            "spec.slotsPerWorker", f"must be >= 0, got {spec.slots_per_worker}", "set it to 1 or more"
+            "spec.slotsPerWorker",
+            f"must be >= 1 (every host of the hostfile needs a slot), got {spec.slots_per_worker}",
+            "set it to the number of processes each worker runs, 1 or more",
         )
     path = spec.ssh_auth_mount_path
     if path is not None and (not path.startswith("/") or posixpath.normpath(path) == "/"):

@@ -160,7 +160,7 @@ def test_replica_types_are_checked_in_any_letter_case(
     assert code == 0, out
     specs["Wroker"] = specs.pop("worker")
     code, out = _apply(crds, namespace, {**job, "metadata": {"name": "typo"}})
-    assert code != 0 and f"spec.{info.replica_specs_field}" in out and "replica types are" in out, out
+    assert code != 0 and f"spec.{info.replica_specs_field}" in out and "must be replica types" in out, out
 
 
 def test_get_shows_state_and_age_columns(crds: ControlPlane, namespace: str) -> None:

@@ -64,16 +64,7 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
         return defaulted.model_copy(update={"spec": defaulted.spec.model_copy(update={"run_policy": policy})})
 
     def validate(self, job: MPIJob) -> Sequence[FieldError]:
-        errors = list(validate(job))
-        if job.spec.slots_per_worker == 0:
-            errors.append(
-                FieldError(
-                    "spec.slotsPerWorker",
-                    "is 0, but every host of the hostfile needs at least one slot",
-                    "set it to the number of processes each worker runs, 1 or more",
-                )
-            )
-        return errors
+        return list(validate(job))  # slotsPerWorker >= 1 is among the shared rules (the CRD has it too)
 
     def is_master(self, job: MPIJob, rtype: str, index: int) -> bool:
         return False  # v2beta1 labels roles `launcher`/`worker` (configure_pod), not `master`

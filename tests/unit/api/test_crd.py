@@ -140,7 +140,7 @@ def test_pytorchjob_workers_have_a_scale_subresource() -> None:
 def test_unknown_replica_types_are_refused_by_a_cel_rule(info: KindInfo) -> None:
     schema = _version(info)["schema"]["openAPIV3Schema"]
     specs = schema["properties"]["spec"]["properties"][info.replica_specs_field]
-    (rule,) = specs["x-kubernetes-validations"]
+    (rule,) = [r for r in specs["x-kubernetes-validations"] if "must be replica types" in r["message"]]
     listed = rule["rule"].split("[", 1)[1].rstrip("])").split(", ")
     assert sorted(listed) == sorted(f"'{rtype.lower()}'" for rtype in info.replica_types)
     assert specs["maxProperties"] == len(info.replica_types), "bounds the CEL cost estimate"
@@ -179,3 +179,22 @@ def test_missing_kubernetes_schemas_give_a_readable_error(
     err = capsys.readouterr().err
     assert "kubetrain crds: Kubernetes v1.37.0 schemas not found" in err and "hack/setup.sh" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("info", KINDS, ids=lambda info: info.kind)
+def test_every_cel_rule_message_names_its_field(info: KindInfo) -> None:
+    rules: list[dict[str, Any]] = []
+
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            rules.extend(node.get("x-kubernetes-validations", []))
+            for value in node.values():
+                collect(value)
+        elif isinstance(node, list):
+            for value in node:
+                collect(value)
+
+    collect(_version(info)["schema"]["openAPIV3Schema"])
+    assert len(rules) >= 6
+    for rule in rules:
+        assert rule["message"].startswith(("spec.", "metadata.")), rule

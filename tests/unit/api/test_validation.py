@@ -259,9 +259,9 @@ CASES: list[tuple[str, Doc, str, str, str]] = [
     ),
     (
         "mpi slots",
-        setting("MPIJob", ("spec", "slotsPerWorker"), -1),
+        setting("MPIJob", ("spec", "slotsPerWorker"), 0),
         "spec.slotsPerWorker",
-        ">= 0",
+        ">= 1",
         "1 or more",
     ),
     (
