@@ -13,6 +13,8 @@ The public surface, by module:
 """
 
 from kubetrain.api.common import (
+    MAX_REPLICAS,
+    MAX_SLOTS_PER_WORKER,
     CleanPodPolicy,
     ConditionStatus,
     JobCondition,
@@ -69,6 +71,8 @@ from kubetrain.api.validation import check_job, validate
 __all__ = [
     "GROUP",
     "KINDS",
+    "MAX_REPLICAS",
+    "MAX_SLOTS_PER_WORKER",
     "MPIJOB",
     "MULTIKUEUE_CONTROLLER",
     "PYTORCHJOB",

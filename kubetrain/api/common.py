@@ -8,7 +8,7 @@ controller code can be written once against it.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import Field, StrictBool, model_validator
 
@@ -16,6 +16,8 @@ from kubetrain.api.meta import Int32, Int64, KubeModel, ObjectMeta, Quantity, Ti
 from kubetrain.api.pod import PodTemplateSpec
 
 __all__ = [
+    "MAX_REPLICAS",
+    "MAX_SLOTS_PER_WORKER",
     "CleanPodPolicy",
     "ConditionStatus",
     "JobCondition",
@@ -30,6 +32,17 @@ __all__ = [
     "SchedulingPolicy",
     "TrainingJob",
 ]
+
+
+MAX_REPLICAS = 10_000
+"""The most replicas of one replica type (and the largest elastic bound): two pods per node of the largest
+cluster Kubernetes supports (5,000 nodes, 150,000 pods). The operator's memory and time grow with the pods
+that exist; the bound stops a typo such as `replicas: 2147483647` first (docs/validation.md says more)."""
+MAX_SLOTS_PER_WORKER = 1_024
+"""The most MPI slots (processes) per worker: more than the hardware threads of today's largest nodes."""
+
+Replicas = Annotated[Int32, Field(le=MAX_REPLICAS)]
+"""A replica count: an int32 of at most `MAX_REPLICAS` (the CRD says the same with `maximum`)."""
 
 
 class RestartPolicy(StrEnum):
@@ -71,7 +84,7 @@ class ConditionStatus(StrEnum):
 class ReplicaSpec(WireModel):
     """One replica type: how many pods, from which template, restarted how."""
 
-    replicas: Int32 | None = None
+    replicas: Replicas | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
     restart_policy: RestartPolicy | None = None
 

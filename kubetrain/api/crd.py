@@ -25,7 +25,14 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from kubetrain.api import celrules, compactyaml
-from kubetrain.api.common import JobCondition, LabelSelector, ReplicaSpec, RunPolicy
+from kubetrain.api.common import (
+    MAX_REPLICAS,
+    MAX_SLOTS_PER_WORKER,
+    JobCondition,
+    LabelSelector,
+    ReplicaSpec,
+    RunPolicy,
+)
 from kubetrain.api.kinds import KINDS, KindInfo
 from kubetrain.api.meta import ObjectMeta
 from kubetrain.api.mpijob import MPIJobSpec
@@ -60,9 +67,11 @@ _MINIMUMS: dict[type[Any], dict[str, int]] = {
 }
 """Lower bounds of integer fields, by model and wire name (validation.py checks the same)."""
 _MAXIMUMS: dict[type[Any], dict[str, int]] = {
-    ElasticPolicy: {"rdzvPort": 65535},
+    ReplicaSpec: {"replicas": MAX_REPLICAS},
+    MPIJobSpec: {"slotsPerWorker": MAX_SLOTS_PER_WORKER},
+    ElasticPolicy: {"rdzvPort": 65535, "minReplicas": MAX_REPLICAS, "maxReplicas": MAX_REPLICAS},
 }
-"""Upper bounds of integer fields, by model and wire name (validation.py checks the same)."""
+"""Upper bounds of integer fields, by model and wire name (the models or validation.py check the same)."""
 
 _GO_NULLS: dict[type[Any], tuple[str, ...]] = {
     JobCondition: ("lastUpdateTime", "lastTransitionTime"),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import Field, StrictBool
 
-from kubetrain.api.common import JobSpecBase, ReplicaSpec, TrainingJob
+from kubetrain.api.common import MAX_SLOTS_PER_WORKER, JobSpecBase, ReplicaSpec, TrainingJob
 from kubetrain.api.meta import Int32
 
 __all__ = ["LauncherCreationPolicy", "MPIImplementation", "MPIJob", "MPIJobSpec", "MPIReplicaType"]
@@ -40,7 +40,7 @@ class MPIJobSpec(JobSpecBase):
 
     REPLICA_SPECS_FIELD: ClassVar[str] = "mpi_replica_specs"
 
-    slots_per_worker: Int32 | None = None
+    slots_per_worker: Annotated[Int32, Field(le=MAX_SLOTS_PER_WORKER)] | None = None
     run_launcher_as_worker: StrictBool | None = None
     mpi_replica_specs: dict[str, ReplicaSpec] = Field(default_factory=dict)
     ssh_auth_mount_path: str | None = None

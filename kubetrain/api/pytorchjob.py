@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, StrictBool
 
-from kubetrain.api.common import JobSpecBase, ReplicaSpec, TrainingJob
+from kubetrain.api.common import JobSpecBase, Replicas, ReplicaSpec, TrainingJob
 from kubetrain.api.meta import Int32, WireModel
 
 __all__ = ["ElasticPolicy", "PyTorchJob", "PyTorchJobSpec", "PyTorchReplicaType", "RDZVBackend", "RDZVConf"]
@@ -38,8 +38,8 @@ class RDZVConf(WireModel):
 class ElasticPolicy(WireModel):
     """torchrun elastic training: node-count bounds, rendezvous, restarts and optional HPA metrics."""
 
-    min_replicas: Int32 | None = None
-    max_replicas: Int32 | None = None
+    min_replicas: Replicas | None = None
+    max_replicas: Replicas | None = None
     rdzv_backend: RDZVBackend | None = None
     rdzv_port: Int32 | None = None
     rdzv_host: str | None = None

@@ -53,6 +53,8 @@ PUBLIC = {
     # kinds
     "KindInfo",
     "KINDS",
+    "MAX_REPLICAS",
+    "MAX_SLOTS_PER_WORKER",
     "TFJOB",
     "PYTORCHJOB",
     "MPIJOB",
