@@ -3,7 +3,9 @@
 The right model is picked by apiVersion and kind. YAML is read as the API server reads it: timestamps stay
 strings (PyYAML would turn them into datetimes), duplicate keys are an error (kubectl rejects them too), and
 `kind: List` documents are unpacked. `load_valid_jobs` adds defaulting and validation, with the same
-document numbers in its errors. Pure: text in, models out; reading files is the caller's business.
+document numbers in its errors. Pure: text in, models out; reading files is the caller's business, but
+`decode_job_bytes` gives every reader the same limits on what it read (size, UTF-8), and nesting deeper
+than `MAX_DEPTH` is refused while composing, before PyYAML's recursive composer can overflow the stack.
 """
 
 from __future__ import annotations
@@ -20,13 +22,42 @@ from kubetrain.api.kinds import KINDS, AnyJob, lookup_kind
 from kubetrain.api.validation import check_job
 from kubetrain.api.wire_errors import format_path, from_validation_error
 
-__all__ = ["dump_jobs", "load_jobs", "load_valid_jobs", "parse_job"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INPUT_BYTES",
+    "decode_job_bytes",
+    "dump_jobs",
+    "load_jobs",
+    "load_valid_jobs",
+    "parse_job",
+]
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
+MAX_INPUT_BYTES = 3 * 1024 * 1024
+"""The largest job input read (3 MiB): the API server refuses request bodies above this size anyway."""
+MAX_DEPTH = 100
+"""The deepest nesting of mappings and lists accepted; the deepest real pod template field is ~20 levels."""
+
+
+class _TooDeepError(yaml.MarkedYAMLError):
+    """Nesting beyond `MAX_DEPTH`: reported as such, not as a syntax error."""
+
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps timestamps as strings and rejects duplicate mapping keys."""
+    """SafeLoader that keeps timestamps as strings, rejects duplicate mapping keys and bounds nesting."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _TooDeepError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -116,23 +147,41 @@ def dump_jobs(jobs: Iterable[TrainingJob[Any]]) -> str:
     return "---\n".join(yaml.safe_dump(job.to_wire(), sort_keys=False) for job in jobs)
 
 
+def decode_job_bytes(data: bytes, origin: str) -> str:
+    """The text of job input `data` read from `origin` (a file name, `standard input`), within the limits.
+
+    Raises `InvalidJobError` (subject `origin`) when `data` is over `MAX_INPUT_BYTES` or not UTF-8.
+    """
+    if len(data) > MAX_INPUT_BYTES:
+        problem = f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most the API server accepts"
+        raise _file_error(origin, problem, "split the jobs into several files")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        byte = data[error.start : error.start + 1].hex()
+        problem = f"not UTF-8 text (byte 0x{byte} at line {line}, column {column})"
+        raise _file_error(origin, problem, "save the file as UTF-8") from None
+
+
+def _file_error(origin: str, problem: str, fix: str) -> InvalidJobError:
+    return InvalidJobError([FieldError("", problem, fix)], subject=origin)
+
+
 def _documents(text: str) -> list[Any]:
     try:
         return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
-    except yaml.YAMLError as error:
+    except (yaml.YAMLError, RecursionError) as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "the YAML"
-        problem = getattr(error, "problem", None) or str(error)
-        raise InvalidJobError(
-            [
-                FieldError(
-                    "",
-                    f"not valid YAML at {where}: {problem}",
-                    "fix the YAML syntax (indentation, colons, quotes)",
-                )
-            ],
-            subject="the YAML",
-        ) from None
+        if isinstance(error, _TooDeepError | RecursionError):
+            problem = f"nested too deeply at {where} (more than {MAX_DEPTH} levels)"
+            fix = "a job needs far fewer levels; check the indentation or generated input"
+        else:
+            problem = f"not valid YAML at {where}: {getattr(error, 'problem', None) or error}"
+            fix = "fix the YAML syntax (indentation, colons, quotes)"
+        raise InvalidJobError([FieldError("", problem, fix)], subject="the YAML") from None
 
 
 def _items(document: Any) -> list[tuple[str, Any]]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from kubetrain.api import AnyJob, InvalidJobError, check_job, load_jobs
 from kubetrain.cli.exitcodes import ExitCode
+from kubetrain.client.jobs import read_job_file
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 
 __all__ = ["register", "run"]
@@ -144,11 +145,11 @@ async def _run(job: AnyJob, controller: type[Any], args: argparse.Namespace) -> 
 
 
 def _load(path: Path, namespace: str | None, *, resume: bool) -> AnyJob:
+    text = read_job_file(path)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
-    jobs = load_jobs(text)
+        jobs = load_jobs(text)
+    except InvalidJobError as error:
+        raise InvalidJobError(error.errors, subject=str(path)) from None
     if len(jobs) != 1:
         raise ValueError(f"{path} holds {len(jobs)} jobs: `run --local` runs exactly one; split the file")
     job = jobs[0]
@@ -160,7 +161,10 @@ def _load(path: Path, namespace: str | None, *, resume: bool) -> AnyJob:
     job = job.model_copy(
         update={"metadata": job.metadata.model_copy(update={"namespace": named or namespace or "default"})}
     )
-    check_job(job)
+    try:
+        check_job(job)
+    except InvalidJobError as error:
+        raise InvalidJobError(error.errors, subject=str(path)) from None
     if job.run_policy.suspend:
         if not resume:
             raise ValueError(
