@@ -136,7 +136,7 @@ def _mpi_rules(specs: Schema) -> None:
 def _pytorch_rules(spec: Schema) -> None:
     properties = spec["properties"]
     nproc = properties["nprocPerNode"]
-    nproc["maxLength"] = 10  # "2147483647"; bounds the regular expression's cost
+    nproc["maxLength"] = 10  # "2147483647"; bounds the regular expression's cost (validation_kinds: same)
     _add(
         nproc,
         _rule(

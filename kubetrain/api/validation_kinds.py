@@ -20,6 +20,7 @@ from kubetrain.api.tfjob import TFJob, TFReplicaType
 __all__ = ["kind_errors"]
 
 _NPROC = re.compile(r"^(auto|cpu|gpu|[1-9][0-9]*)$")
+_NPROC_MAX_LENGTH = 10  # "2147483647"; the CRD's maxLength, which bounds its CEL rule's cost
 _MAX_PORT = 65535
 
 
@@ -46,7 +47,8 @@ def _tf_errors(job: TFJob) -> Iterator[FieldError]:
 
 def _pytorch_errors(job: PyTorchJob) -> Iterator[FieldError]:
     spec = job.spec
-    if spec.nproc_per_node is not None and not _NPROC.match(spec.nproc_per_node):
+    nproc = spec.nproc_per_node
+    if nproc is not None and (not _NPROC.match(nproc) or len(nproc) > _NPROC_MAX_LENGTH):
         yield FieldError(
             "spec.nprocPerNode",
             f"{spec.nproc_per_node!r} is not allowed",

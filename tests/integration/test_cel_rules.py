@@ -122,6 +122,7 @@ CASES = [
     Case("tf-chief-and-master", ("TFJob",), _rename("Worker", "Master"), "spec.tfReplicaSpecs"),
     Case("pytorch-master-replicas", ("PyTorchJob",), _replicas("Master", 3), "spec.pytorchReplicaSpecs"),
     Case("nproc-word", ("PyTorchJob",), _set("spec.nprocPerNode", "four"), "spec.nprocPerNode"),
+    Case("nproc-too-long", ("PyTorchJob",), _set("spec.nprocPerNode", "12345678901"), "spec.nprocPerNode"),
     Case("nproc-zero", ("PyTorchJob",), _set("spec.nprocPerNode", "0"), "spec.nprocPerNode"),
     Case("elastic-without-worker", ("PyTorchJob",), lambda j: _specs(j).pop("Worker"), "spec.elasticPolicy"),
     Case(
