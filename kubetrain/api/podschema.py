@@ -83,9 +83,10 @@ GO_NULLS: frozenset[tuple[str, str]] = frozenset(
 )
 """(definition, property) pairs that Go's encoding/json writes as `null` for an unset optional field.
 
-Found by walking core/v1 PodTemplateSpec of k8s.io/api v0.37.0 with Go reflection: every field whose zero
-value marshals as `null` (a `metav1.Time`; a pointer, slice or map without `omitempty`) and that the
-OpenAPI definition does not mark required.
+Found by walking core/v1 PodTemplateSpec of k8s.io/api v0.37.0 with Go reflection (`tools/gonulls`, checked
+by tests/integration/test_go_nulls_source.py): every field whose zero value marshals as `null` (a
+`metav1.Time`; a pointer, slice or map without `omitempty`) and that the OpenAPI definition does not mark
+required.
 """
 
 # Keywords copied as they are; anything not listed here or handled below stops generation.
