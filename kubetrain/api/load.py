@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from kubetrain.api.common import TrainingJob
 from kubetrain.api.errors import FieldError, InvalidJobError
 from kubetrain.api.kinds import KINDS, AnyJob, lookup_kind
+from kubetrain.api.servercheck import server_errors
 from kubetrain.api.validation import check_job
 from kubetrain.api.wire_errors import format_path, from_validation_error
 
@@ -30,6 +31,7 @@ __all__ = [
     "load_jobs",
     "load_valid_jobs",
     "parse_job",
+    "parse_valid_job",
 ]
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -118,12 +120,23 @@ def load_jobs(text: str) -> list[AnyJob]:
 
 
 def load_valid_jobs(text: str) -> list[AnyJob]:
-    """Like `load_jobs`, but every job is also defaulted and validated (`check_job`): defaulted jobs."""
-    return _load(text, _parse_valid)
+    """Like `load_jobs`, but every job is also checked as the API server checks it (`server_errors`:
+    ObjectMeta, the CRD's schema with unknown fields, its CEL rules), then defaulted and validated
+    (`check_job`): defaulted jobs."""
+    return _load(text, parse_valid_job)
 
 
-def _parse_valid(data: Any) -> AnyJob:
-    return check_job(parse_job(data))
+def parse_valid_job(data: Any) -> AnyJob:
+    """`parse_job`, checked as `load_valid_jobs` checks each document: the defaulted job.
+
+    kubetrain's own validation speaks first (its messages carry the fix); a job it accepts must then pass
+    the API server's checks (`server_errors`), so nothing the server would refuse is accepted here.
+    """
+    job = check_job(parse_job(data))
+    errors = server_errors(data) if isinstance(data, Mapping) else []
+    if errors:
+        raise InvalidJobError(errors, subject=_subject(data))
+    return job
 
 
 def _load(text: str, parse: Callable[[Any], AnyJob]) -> list[AnyJob]:

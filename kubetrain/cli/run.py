@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubetrain.api import AnyJob, InvalidJobError, check_job, load_jobs
+from kubetrain.api import AnyJob, InvalidJobError, check_job, load_jobs, load_valid_jobs
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.client.jobs import read_job_file
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
@@ -147,6 +147,7 @@ async def _run(job: AnyJob, controller: type[Any], args: argparse.Namespace) -> 
 def _load(path: Path, namespace: str | None, *, resume: bool) -> AnyJob:
     text = read_job_file(path)
     try:
+        load_valid_jobs(text)  # as the API server and the operator would check it
         jobs = load_jobs(text)
     except InvalidJobError as error:
         raise InvalidJobError(error.errors, subject=str(path)) from None

@@ -20,12 +20,11 @@ from kubetrain.api import (
     InvalidJobError,
     JobCondition,
     TrainingJob,
-    check_job,
     load_jobs,
     load_valid_jobs,
     parse_job,
 )
-from kubetrain.api.load import MAX_INPUT_BYTES, decode_job_bytes
+from kubetrain.api.load import MAX_INPUT_BYTES, decode_job_bytes, parse_valid_job
 
 __all__ = [
     "JobSource",
@@ -46,13 +45,10 @@ def read_jobs(source: JobSource) -> list[AnyJob]:
 
     The jobs are returned as written (not defaulted): the operator defaults them, as for `kubectl apply`.
     """
-    if isinstance(source, TrainingJob):
-        check_job(source)
-        return [parse_job(source.to_wire())]
-    if isinstance(source, Mapping):
-        job = parse_job(source)
-        check_job(job)
-        return [job]
+    if isinstance(source, TrainingJob | Mapping):
+        data = source.to_wire() if isinstance(source, TrainingJob) else source
+        parse_valid_job(data)  # validated; returned as written, not defaulted
+        return [parse_job(data)]
     text, origin = _text_of(source)
     try:
         load_valid_jobs(text)
