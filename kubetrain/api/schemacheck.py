@@ -17,6 +17,7 @@ Pure and generic: the schema is data; nothing here knows a job's kinds or fields
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -178,7 +179,7 @@ def _object(value: dict[str, Any], schema: Schema, loc: Loc) -> Iterator[_Found]
         sub = properties.get(key, extra if isinstance(extra, dict) else None)
         if sub is None:
             if not preserve:
-                yield _error((*loc, key), f"unknown field `{key}`", _known_fix(properties))
+                yield _error((*loc, key), f"unknown field `{key}`", _known_fix(key, properties))
             continue
         if item is None and not sub.get("nullable"):
             continue  # the API server drops it: unset
@@ -201,8 +202,12 @@ def _object(value: dict[str, Any], schema: Schema, loc: Loc) -> Iterator[_Found]
         yield _error(loc, f"must have at least {schema['minProperties']} entries", "add one")
 
 
-def _known_fix(properties: dict[str, Schema]) -> str:
-    return f"remove it, or use a known field: {', '.join(sorted(properties))}" if properties else "remove it"
+def _known_fix(key: str, properties: dict[str, Schema]) -> str:
+    if not properties:
+        return "remove it"
+    close = difflib.get_close_matches(key, list(properties), n=1)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    return f"{hint}remove it, or use a known field: {', '.join(sorted(properties))}"
 
 
 def _array(value: list[Any], schema: Schema, loc: Loc) -> Iterator[_Found]:
