@@ -42,9 +42,14 @@ class InvalidJobError(ValueError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        """A readable report: a heading, then one `path: message; fix` line per error."""
+        """A readable report: one line for one error, else a heading and a `path: message; fix` line each."""
         heading = f"{self.subject} is invalid" if self.subject else "invalid job"
         count = len(self.errors)
+        if count == 1:
+            only = self.errors[0]
+            if not only.path and only.document is None:  # about the whole input: `job.yaml: not UTF-8 text`
+                return f"{self.subject or 'the job'}: {only.message}" + (f"; {only.fix}" if only.fix else "")
+            return f"{heading}: {only}"
         lines: Sequence[str] = [f"  {error}" for error in self.errors]
         noun = "error" if count == 1 else "errors"
         return "\n".join([f"{heading} ({count} {noun}):", *lines])

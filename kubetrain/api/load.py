@@ -6,7 +6,9 @@ strings (PyYAML would turn them into datetimes), duplicate keys are an error (ku
 or ConfigMap a job mounts, as `kubectl apply -f` takes them together) are not jobs: `load_jobs` passes over
 them and `other_objects` lists them; a `kubeflow.org` kind kubetrain does not serve is still an error.
 `load_valid_jobs` adds defaulting and validation, with the same document numbers in its errors. Pure: text
-in, models out; reading files is the caller's business.
+in, models out; reading files is the caller's business, but `decode_job_bytes` gives every reader the same
+limits on what it read (size, UTF-8), and nesting deeper than `MAX_DEPTH` is refused while composing,
+before PyYAML's recursive composer can overflow the stack.
 """
 
 from __future__ import annotations
@@ -20,17 +22,50 @@ from pydantic import ValidationError
 from kubetrain.api.common import TrainingJob
 from kubetrain.api.errors import FieldError, InvalidJobError
 from kubetrain.api.kinds import KINDS, AnyJob, lookup_kind
+from kubetrain.api.servercheck import server_errors
 from kubetrain.api.validation import check_job
 from kubetrain.api.wire_errors import format_path, from_validation_error
 
-__all__ = ["dump_jobs", "load_documents", "load_jobs", "load_valid_jobs", "other_objects", "parse_job"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INPUT_BYTES",
+    "decode_job_bytes",
+    "dump_jobs",
+    "load_documents",
+    "load_jobs",
+    "load_valid_jobs",
+    "other_objects",
+    "parse_job",
+    "parse_valid_job",
+]
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _JOB_GROUP = "kubeflow.org"
 
+MAX_INPUT_BYTES = 3 * 1024 * 1024
+"""The largest job input read (3 MiB): the API server refuses request bodies above this size anyway."""
+MAX_DEPTH = 100
+"""The deepest nesting of mappings and lists accepted; the deepest real pod template field is ~20 levels."""
+
+
+class _TooDeepError(yaml.MarkedYAMLError):
+    """Nesting beyond `MAX_DEPTH`: reported as such, not as a syntax error."""
+
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps timestamps as strings and rejects duplicate mapping keys."""
+    """SafeLoader that keeps timestamps as strings, rejects duplicate mapping keys and bounds nesting."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _TooDeepError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -91,12 +126,23 @@ def load_jobs(text: str) -> list[AnyJob]:
 
 
 def load_valid_jobs(text: str) -> list[AnyJob]:
-    """Like `load_jobs`, but every job is also defaulted and validated (`check_job`): defaulted jobs."""
-    return _load(text, _parse_valid)
+    """Like `load_jobs`, but every job is also checked as the API server checks it (`server_errors`:
+    ObjectMeta, the CRD's schema with unknown fields, its CEL rules), then defaulted and validated
+    (`check_job`): defaulted jobs."""
+    return _load(text, parse_valid_job)
 
 
-def _parse_valid(data: Any) -> AnyJob:
-    return check_job(parse_job(data))
+def parse_valid_job(data: Any) -> AnyJob:
+    """`parse_job`, checked as `load_valid_jobs` checks each document: the defaulted job.
+
+    kubetrain's own validation speaks first (its messages carry the fix); a job it accepts must then pass
+    the API server's checks (`server_errors`), so nothing the server would refuse is accepted here.
+    """
+    job = check_job(parse_job(data))
+    errors = server_errors(data) if isinstance(data, Mapping) else []
+    if errors:
+        raise InvalidJobError(errors, subject=_subject(data))
+    return job
 
 
 def _load(text: str, parse: Callable[[Any], AnyJob]) -> list[AnyJob]:
@@ -147,23 +193,41 @@ def dump_jobs(jobs: Iterable[TrainingJob[Any]]) -> str:
     return "---\n".join(yaml.safe_dump(job.to_wire(), sort_keys=False) for job in jobs)
 
 
+def decode_job_bytes(data: bytes, origin: str) -> str:
+    """The text of job input `data` read from `origin` (a file name, `standard input`), within the limits.
+
+    Raises `InvalidJobError` (subject `origin`) when `data` is over `MAX_INPUT_BYTES` or not UTF-8.
+    """
+    if len(data) > MAX_INPUT_BYTES:
+        problem = f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most the API server accepts"
+        raise _file_error(origin, problem, "split the jobs into several files")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        byte = data[error.start : error.start + 1].hex()
+        problem = f"not UTF-8 text (byte 0x{byte} at line {line}, column {column})"
+        raise _file_error(origin, problem, "save the file as UTF-8") from None
+
+
+def _file_error(origin: str, problem: str, fix: str) -> InvalidJobError:
+    return InvalidJobError([FieldError("", problem, fix)], subject=origin)
+
+
 def _documents(text: str) -> list[Any]:
     try:
         return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
-    except yaml.YAMLError as error:
+    except (yaml.YAMLError, RecursionError) as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "the YAML"
-        problem = getattr(error, "problem", None) or str(error)
-        raise InvalidJobError(
-            [
-                FieldError(
-                    "",
-                    f"not valid YAML at {where}: {problem}",
-                    "fix the YAML syntax (indentation, colons, quotes)",
-                )
-            ],
-            subject="the YAML",
-        ) from None
+        if isinstance(error, _TooDeepError | RecursionError):
+            problem = f"nested too deeply at {where} (more than {MAX_DEPTH} levels)"
+            fix = "a job needs far fewer levels; check the indentation or generated input"
+        else:
+            problem = f"not valid YAML at {where}: {getattr(error, 'problem', None) or error}"
+            fix = "fix the YAML syntax (indentation, colons, quotes)"
+        raise InvalidJobError([FieldError("", problem, fix)], subject="the YAML") from None
 
 
 def _items(document: Any) -> list[tuple[str, Any]]:

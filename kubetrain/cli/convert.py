@@ -24,7 +24,7 @@ import yaml
 
 from kubetrain.api import InvalidJobError, parse_job
 from kubetrain.api.convert import convert_mpijob_v1, is_mpijob_v1
-from kubetrain.api.load import load_documents
+from kubetrain.api.load import MAX_INPUT_BYTES, decode_job_bytes, load_documents
 from kubetrain.api.validation import check_job
 from kubetrain.cli.exitcodes import ExitCode
 
@@ -113,14 +113,15 @@ def _inputs(paths: Sequence[str]) -> Iterator[tuple[str, Path]]:
 
 
 def _read(source: str, relative: Path) -> _File:
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise _InputError(f"{source}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
+    try:  # the limits every job reader has (size, UTF-8, nesting): kubetrain.api.load
+        if source == "-":
+            stream = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
+            data = stream.read(MAX_INPUT_BYTES + 1) if stream is not None else sys.stdin.read().encode()
+        else:
+            data = Path(source).read_bytes()
+        documents = load_documents(decode_job_bytes(data, source))
     except OSError as error:
         raise _InputError(f"{source}: {error.strerror or error}") from None
-    try:
-        documents = load_documents(text)
     except InvalidJobError as error:
         raise _InputError(f"{source}: {'; '.join(str(e) for e in error.errors)}") from None
     return _File(source, relative, [item for document in documents for item in _unpacked(document)])

@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubetrain.api import AnyJob, InvalidJobError, check_job, load_jobs
+from kubetrain.api import AnyJob, InvalidJobError, check_job, load_jobs, load_valid_jobs
 from kubetrain.cli.exitcodes import ExitCode
+from kubetrain.client.jobs import read_job_file
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 
 __all__ = ["register", "run"]
@@ -183,12 +184,15 @@ async def _run(job: AnyJob, controller: type[Any], args: argparse.Namespace) -> 
 
 
 def _load(path: Path, namespace: str | None, *, resume: bool) -> AnyJob:
+    text = read_job_file(path)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
-    jobs = load_jobs(text)
-    if len(jobs) != 1:
+        load_valid_jobs(text)  # as the API server and the operator would check it
+        jobs = load_jobs(text)
+    except InvalidJobError as error:
+        raise InvalidJobError(error.errors, subject=str(path)) from None
+    if not jobs:
+        raise ValueError(f"{path}: holds no job; write a TFJob, PyTorchJob or MPIJob document")
+    if len(jobs) > 1:
         raise ValueError(f"{path} holds {len(jobs)} jobs: `run --local` runs exactly one; split the file")
     job = jobs[0]
     named = job.metadata.namespace
@@ -199,7 +203,10 @@ def _load(path: Path, namespace: str | None, *, resume: bool) -> AnyJob:
     job = job.model_copy(
         update={"metadata": job.metadata.model_copy(update={"namespace": named or namespace or "default"})}
     )
-    check_job(job)
+    try:
+        check_job(job)
+    except InvalidJobError as error:
+        raise InvalidJobError(error.errors, subject=str(path)) from None
     if job.run_policy.suspend:
         if not resume:
             raise ValueError(

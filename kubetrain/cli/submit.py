@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.api import AnyJob, FieldError, InvalidJobError, other_objects
+from kubetrain.api.load import MAX_INPUT_BYTES, decode_job_bytes
 from kubetrain.cli import jobargs
 from kubetrain.cli.jobargs import add_cluster_options, run_guarded
 from kubetrain.cli.output import dump, resource_name
@@ -51,17 +52,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def load_files(paths: Sequence[str]) -> list[AnyJob]:
-    """The jobs of every file, validated; one `InvalidJobError` listing the problems of all files."""
+    """The jobs of every file, validated; one `InvalidJobError` listing the problems of all files.
+
+    A single bad file keeps its own error (`job.yaml: not UTF-8 text ...`: one line for one problem).
+    """
     jobs: list[AnyJob] = []
     problems: list[FieldError] = []
+    failed: list[InvalidJobError] = []
     for path in paths:
         try:
             jobs.extend(_read(path))
         except InvalidJobError as error:
+            failed.append(error)
             problems.extend(
                 FieldError(f"{path}: {e.path}" if e.path else path, e.message, e.fix, e.document)
                 for e in error.errors
             )
+    if len(failed) == 1 and len(paths) == 1:
+        raise failed[0]
     if problems:
         raise InvalidJobError(problems, subject="the input")
     return jobs
@@ -69,11 +77,16 @@ def load_files(paths: Sequence[str]) -> list[AnyJob]:
 
 def _read(path: str) -> list[AnyJob]:
     if path != "-":
-        jobs = read_jobs(path)
+        jobs = read_jobs(path)  # refuses what is too large, not UTF-8, too deep or not YAML
         _note_other_objects(path, Path(path).read_text(encoding="utf-8"))
         return jobs
-    text = sys.stdin.read()
-    jobs = read_jobs(text if "\n" in text else text + "\n")
+    stream = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
+    data = stream.read(MAX_INPUT_BYTES + 1) if stream is not None else sys.stdin.read().encode()
+    text = decode_job_bytes(data, "standard input")
+    try:
+        jobs = read_jobs(text if "\n" in text else text + "\n")
+    except InvalidJobError as error:
+        raise InvalidJobError(error.errors, subject="standard input") from None
     _note_other_objects(path, text)
     return jobs
 

@@ -20,17 +20,18 @@ from kubetrain.api import (
     InvalidJobError,
     JobCondition,
     TrainingJob,
-    check_job,
     load_jobs,
     load_valid_jobs,
     parse_job,
 )
+from kubetrain.api.load import MAX_INPUT_BYTES, decode_job_bytes, parse_valid_job
 
 __all__ = [
     "JobSource",
     "condition",
     "job_state",
     "reached",
+    "read_job_file",
     "read_jobs",
     "replica_label",
 ]
@@ -44,13 +45,10 @@ def read_jobs(source: JobSource) -> list[AnyJob]:
 
     The jobs are returned as written (not defaulted): the operator defaults them, as for `kubectl apply`.
     """
-    if isinstance(source, TrainingJob):
-        check_job(source)
-        return [parse_job(source.to_wire())]
-    if isinstance(source, Mapping):
-        job = parse_job(source)
-        check_job(job)
-        return [job]
+    if isinstance(source, TrainingJob | Mapping):
+        data = source.to_wire() if isinstance(source, TrainingJob) else source
+        parse_valid_job(data)  # validated; returned as written, not defaulted
+        return [parse_job(data)]
     text, origin = _text_of(source)
     try:
         load_valid_jobs(text)
@@ -67,9 +65,15 @@ def read_jobs(source: JobSource) -> list[AnyJob]:
 def _text_of(source: str | os.PathLike[str]) -> tuple[str, str]:
     if isinstance(source, str) and "\n" in source:
         return source, "the YAML"
-    path = Path(source)
+    return read_job_file(source), str(source)
+
+
+def read_job_file(path: str | os.PathLike[str]) -> str:
+    """The text of a job file; `InvalidJobError` naming the file if it cannot be read, is too large
+    (`kubetrain.api.load.MAX_INPUT_BYTES`) or is not UTF-8."""
     try:
-        return path.read_text(encoding="utf-8"), str(path)
+        with Path(path).open("rb") as file:
+            data = file.read(MAX_INPUT_BYTES + 1)  # never more than the limit, whatever the file's size
     except OSError as error:
         reason = error.strerror or str(error)
         raise InvalidJobError(
@@ -80,6 +84,7 @@ def _text_of(source: str | os.PathLike[str]) -> tuple[str, str]:
             ],
             subject=str(path),
         ) from None
+    return decode_job_bytes(data, str(path))
 
 
 def condition(job: TrainingJob[Any], kind: str) -> JobCondition | None:

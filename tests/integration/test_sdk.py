@@ -144,14 +144,17 @@ def test_an_invalid_job_is_refused_with_its_fields_and_nothing_is_created(client
     assert client.list_jobs() == []
 
 
-def test_the_api_server_rejects_an_unknown_pod_field_by_name(client: TrainingClient) -> None:
+def test_an_unknown_pod_field_is_refused_by_name_before_anything_is_sent(client: TrainingClient) -> None:
     job = yaml.safe_load((EXAMPLES / "pytorch" / "pytorch-ddp.yaml").read_text())
     job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = (
         "Always"
     )
-    with pytest.raises(InvalidJobError, match="imagePullPolcy") as info:
+    with pytest.raises(InvalidJobError) as info:
         client.create_job(job)
-    assert "rejected by the API server" in str(info.value)
+    (error,) = info.value.errors  # local validation checks the CRD's own schema, as the API server would
+    assert error.path == "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].imagePullPolcy"
+    assert error.message == "unknown field `imagePullPolcy`"
+    assert error.fix.startswith("did you mean `imagePullPolicy`?")
     assert client.list_jobs() == []
 
 

@@ -81,7 +81,7 @@ def test_namespaces_must_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err = run(["--local", str(tmp_path / "nope.yaml")], capsys)
     assert code == 2
-    assert f"cannot read {tmp_path / 'nope.yaml'}: No such file or directory" in err
+    assert f"{tmp_path / 'nope.yaml'}: cannot be read (No such file or directory)" in err
 
 
 def test_help_says_images_are_ignored_and_lists_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
