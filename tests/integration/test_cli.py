@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,36 +19,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubetrain.api import KINDS, load_jobs
+from kubetrain.api import load_jobs
 from kubetrain.cli import main
 from kubetrain.testing.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = ROOT / "manifests" / "crds"
 EXAMPLES = ROOT / "examples"
 DDP = EXAMPLES / "pytorch" / "pytorch-ddp.yaml"
 TF = EXAMPLES / "tensorflow" / "tf-ps-workers.yaml"
 MPI = EXAMPLES / "mpi" / "mpi-mpich.yaml"
 
 Run = Callable[..., "Result"]
-
-
-def _established(plane: ControlPlane, crd: str) -> bool:
-    status = json.loads(plane.kubectl("get", "crd", crd, "-o", "json").stdout).get("status") or {}
-    return any(c["type"] == "Established" and c["status"] == "True" for c in status.get("conditions") or [])
-
-
-@pytest.fixture(scope="module")
-def crds(control_plane: ControlPlane) -> ControlPlane:
-    control_plane.kubectl("apply", "-f", str(CRD_DIR))
-    deadline = time.monotonic() + 60
-    for info in KINDS:
-        while not _established(control_plane, info.crd_name):
-            assert time.monotonic() < deadline, f"{info.crd_name} not Established after 60 s"
-            time.sleep(0.2)
-    return control_plane
 
 
 @dataclass(frozen=True)

@@ -27,16 +27,6 @@ EXAMPLES = ROOT / "examples"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-@pytest.fixture(scope="module")
-def crds(control_plane: ControlPlane) -> ControlPlane:
-    """The control plane with every CRD applied client-side and Established."""
-    for info in KINDS:
-        control_plane.kubectl("apply", "-f", str(CRD_DIR / crd_file_name(info)))
-    for info in KINDS:
-        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{info.crd_name}", "--timeout=60s")
-    return control_plane
-
-
 def _job(info: KindInfo, name: str = "demo") -> dict[str, Any]:
     container = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}
     template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}

@@ -6,28 +6,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubetrain.api import KINDS, MAX_REPLICAS, MAX_SLOTS_PER_WORKER, KindInfo
-from kubetrain.api.crd import crd_file_name
 from kubetrain.testing.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
-
-CRD_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
-
-
-@pytest.fixture(scope="module")
-def crds(control_plane: ControlPlane) -> ControlPlane:
-    """The control plane with every committed CRD applied client-side and Established."""
-    for info in KINDS:
-        control_plane.kubectl("apply", "-f", str(CRD_DIR / crd_file_name(info)))
-    for info in KINDS:
-        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{info.crd_name}", "--timeout=60s")
-    return control_plane
 
 
 def _job(info: KindInfo, workers: int, **spec: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.api import KINDS, InvalidJobError
+from kubetrain.api import InvalidJobError
 from kubetrain.client import (
     AmbiguousJobError,
     ClusterAccessError,
@@ -37,27 +37,8 @@ from kubetrain.testing.controlplane import ControlPlane
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = ROOT / "manifests" / "crds"
 EXAMPLES = ROOT / "examples"
 LABELS = "training.kubeflow.org"
-
-
-@pytest.fixture(scope="module")
-def crds(control_plane: ControlPlane) -> ControlPlane:
-    """The CRDs applied as users do: `kubectl apply -f manifests/crds/` (its Kustomization is ignored)."""
-    control_plane.kubectl("apply", "-f", str(CRD_DIR))
-    deadline = time.monotonic() + 60
-    for info in KINDS:
-        # `kubectl wait` fails outright while a new CRD has no conditions yet, so poll instead.
-        while not _established(control_plane, info.crd_name):
-            assert time.monotonic() < deadline, f"{info.crd_name} not Established after 60 s"
-            time.sleep(0.2)
-    return control_plane
-
-
-def _established(plane: ControlPlane, crd: str) -> bool:
-    status = json.loads(plane.kubectl("get", "crd", crd, "-o", "json").stdout).get("status") or {}
-    return any(c["type"] == "Established" and c["status"] == "True" for c in status.get("conditions") or [])
 
 
 @pytest.fixture

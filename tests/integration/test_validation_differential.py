@@ -37,7 +37,6 @@ from kubetrain.testing.controlplane import ControlPlane
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = ROOT / "manifests" / "crds"
 JOBS = 2400
 Job = dict[str, Any]
 
@@ -250,15 +249,6 @@ def _send(plane: ControlPlane, namespace: str, job: Job) -> tuple[int, Any]:
     info = next(info for info in KINDS if info.kind == job["kind"])
     path = f"/apis/{info.group}/{info.version}/namespaces/{namespace}/{info.plural}"
     return plane.rest.request("POST", f"{path}?dryRun=All&fieldValidation=Strict", job, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def crds(control_plane: ControlPlane) -> ControlPlane:
-    for info in KINDS:
-        control_plane.kubectl("apply", "-f", str(CRD_DIR / f"{info.group}_{info.plural}.yaml"))
-    for info in KINDS:
-        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{info.crd_name}", "--timeout=60s")
-    return control_plane
 
 
 def _local_full(job: Job) -> list[str]:
