@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every image the examples name (docker.io/kubetrain/trainer-*:<version>) and the operator image
 # (docker.io/kubetrain/kubetrain-operator:<version>, from the Dockerfile) with podman, buildah or docker,
-# whichever is present (podman, mmdebstrap, runc and uidmap are installed with apt when none is).
+# whichever is present (podman and what it needs here are installed with apt when missing, see PODMAN_PKGS).
 #
 # Layers are shared and cached by version: localhost/kubetrain/python:3.11 (a venv with numpy and
 # scikit-learn) under every trainer, localhost/kubetrain/torch:<torch> (about 6 GB) under trainer-pytorch and
@@ -45,13 +45,28 @@ pick_engine() {
   echo none
 }
 
+# What podman needs on a Debian host beyond itself: the runtime (runc), the network stack (netavark,
+# aardvark-dns) and the firewall tool netavark calls (iptables; without it every `podman run` on a network
+# fails with "netavark: No such file or directory").
+PODMAN_PKGS=(podman mmdebstrap runc uidmap netavark aardvark-dns catatonit iptables)
+missing_debs() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
 ENGINE=$(pick_engine)
 if [ "$ENGINE" = none ]; then
-  step "no podman, buildah or working docker: apt-get install podman mmdebstrap runc uidmap"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends \
-    podman mmdebstrap runc uidmap netavark aardvark-dns catatonit >/dev/null
   ENGINE=podman
+fi
+if [ "$ENGINE" = podman ] && command -v dpkg-query >/dev/null; then
+  mapfile -t missing < <(missing_debs "${PODMAN_PKGS[@]}")
+  if [ ${#missing[@]} -gt 0 ]; then
+    step "apt-get install ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
 fi
 if [ "$ENGINE" != docker ] && [ -z "${CONTAINERS_CONF:-}" ]; then
   export CONTAINERS_CONF=$PWD/hack/containers.conf

@@ -67,7 +67,10 @@ build() { # name module-dir package expected-version-text ldflags tags version-c
     echo "testbin: needs the Go module proxy (GOPROXY=$(go env GOPROXY)) and Go >= the module's go line." >&2
     exit 1
   fi
-  out="$("$bin/.$name.tmp" "$@" 2>&1 | head -n3)"
+  # The whole output first, then its first lines: `| head` would close the pipe early, the binary would
+  # die of SIGPIPE and, under pipefail, end this script without a word.
+  out="$("$bin/.$name.tmp" "$@" 2>&1)" || true
+  out="$(printf '%s\n' "$out" | sed -n '1,3p')"
   if ! grep -qF -- "$want" <<<"$out"; then
     echo "testbin: $name built but '$name $*' printed '$out', expected '$want'" >&2
     exit 1

@@ -171,6 +171,11 @@ def _number(value: float, schema: Schema, loc: Loc) -> Iterator[_Found]:
         yield _error(loc, f"must be {relation} {high}, got {value}", "use a smaller number")
 
 
+def _nullable(key: str, properties: dict[str, Schema], extra: Any) -> bool:
+    sub = properties.get(key, extra if isinstance(extra, dict) else {})
+    return bool(sub.get("nullable"))
+
+
 def _object(value: dict[str, Any], schema: Schema, loc: Loc) -> Iterator[_Found]:
     properties: dict[str, Schema] = schema.get("properties", {})
     extra = schema.get("additionalProperties")
@@ -184,13 +189,11 @@ def _object(value: dict[str, Any], schema: Schema, loc: Loc) -> Iterator[_Found]
         if item is None and not sub.get("nullable"):
             continue  # the API server drops it: unset
         yield from _check(item, sub, (*loc, key))
-    present = {
-        key for key, item in value.items() if item is not None or properties.get(key, {}).get("nullable")
-    }
+    present = {key for key, item in value.items() if item is not None or _nullable(key, properties, extra)}
     for key in schema.get("required", []):
         if key not in present:
             yield _error((*loc, key), "is required", f"add `{key}`", blocking=True)
-    count = len(value)
+    count = len(present)  # the dropped nulls are not counted, by the API server either
     if "maxProperties" in schema and count > schema["maxProperties"]:
         yield _error(
             loc,

@@ -136,7 +136,7 @@ def _cel_violation(draw: st.DrawFn, job: Job) -> None:
     elif choice == 4:
         job["spec"]["slotsPerWorker"] = draw(st.sampled_from([0, 1, -1, 2000]))
     elif choice == 5:
-        job["spec"].setdefault("runPolicy", {})["managedBy"] = draw(st.sampled_from(ENUMS["managedBy"]))
+        _mapping(job["spec"], "runPolicy")["managedBy"] = draw(st.sampled_from(ENUMS["managedBy"]))
     else:
         job["metadata"]["name"] = "n" * draw(st.integers(40, 70))
 
@@ -150,6 +150,14 @@ def jobs(draw: st.DrawFn) -> Job:
     return job
 
 
+def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """parent[key] as a mapping to add to; an earlier mutation may have made it a scalar or a list."""
+    if not isinstance(parent.get(key), dict):
+        parent[key] = {}
+    found: dict[str, Any] = parent[key]
+    return found
+
+
 def _pick(draw: st.DrawFn, candidates: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
     return draw(st.sampled_from(candidates)) if candidates else None
 
@@ -161,11 +169,11 @@ def _mutate(draw: st.DrawFn, job: Job) -> None:
         return
     if operation == 0:  # an unknown field in any mapping
         target = draw(st.sampled_from([p for p in paths if isinstance(_at(job, p), dict)]))
-        _at(job, target)[draw(UNKNOWN)] = draw(WRONG)
+        _at(job, target)[draw(UNKNOWN)] = copy.deepcopy(draw(WRONG))
     elif operation == 1:  # a wrong type (or null) anywhere
         target = _pick(draw, [p for p in paths if p and p[0] not in ("apiVersion", "kind")])
         if target is not None:
-            _set(job, target, draw(WRONG))
+            _set(job, target, copy.deepcopy(draw(WRONG)))
     elif operation == 2:  # numbers out of range
         numeric = [p for p in paths if isinstance(_at(job, p), int) and not isinstance(_at(job, p), bool)]
         if numeric:
@@ -184,7 +192,7 @@ def _mutate(draw: st.DrawFn, job: Job) -> None:
     elif operation == 5:
         job["metadata"]["name"] = draw(NAMES)
     elif operation == 6:
-        job["metadata"].setdefault("labels", {})[draw(st.sampled_from(["a b", "ok", "x/y", "-a"]))] = draw(
+        _mapping(job["metadata"], "labels")[draw(st.sampled_from(["a b", "ok", "x/y", "-a"]))] = draw(
             st.sampled_from(["v", "", "bad value", "a" * 64])
         )
     else:
