@@ -189,7 +189,7 @@ def peer_command(peer: Peer, kind: KindInfo, limits: Limits) -> Command:
             "--leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:{port} "
             "--webhook-server-port={port2} --zap-log-level=info"
         )
-        ready = Readiness("log", f'Starting workers.*"controllerKind": "{kind.kind}"')
+        ready = Readiness("log", f'Starting workers.*"controller": "{kind.kind.lower()}-controller"')
         return Command(template, ready, unset=_NOT_INHERITED, prepare=_training_operator_setup)
     if peer.name == MPI_OPERATOR:
         template = (

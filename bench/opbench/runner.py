@@ -176,7 +176,11 @@ async def _measure_process(
     sampler = TreeSampler(subject.pid)
     sampler.start()
     try:
-        waited = await subject.wait_ready(command.ready.expanded(values), within=settings.ready_timeout)
+        try:
+            waited = await subject.wait_ready(command.ready.expanded(values), within=settings.ready_timeout)
+        except (TimeoutError, RuntimeError):
+            print(f"--- last lines of {subject.log_path}:\n{subject.log_tail()}", file=sys.stderr)
+            raise
         log.info("%s ready after %.1f s; starting the clock", mode, waited)
         async with _watching(api, namespace, workload, progress) as watchers:
             window.cpu_start = sampler.sample().cpu_seconds
