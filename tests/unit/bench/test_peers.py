@@ -107,7 +107,7 @@ def test_the_build_script_refuses_a_name_not_in_the_list() -> None:
         ["bash", str(REPO / "hack" / "peers.sh"), "kubetrain"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 2
-    assert "unknown peer 'kubetrain'" in result.stderr
+    assert "unknown name 'kubetrain'" in result.stderr
     assert str(LISTING) in result.stderr
 
 
