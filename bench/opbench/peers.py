@@ -45,6 +45,7 @@ from pathlib import Path
 from kubetrain.api import MPIJOB, PYTORCHJOB, TFJOB, KindInfo
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import SECRETS
+from kubetrain.testing.ecosystem import Component, parse_listing
 from opbench.runner import Command
 from opbench.subject import Readiness
 
@@ -92,23 +93,9 @@ class Limits:
     workers: int
 
 
-@dataclass(frozen=True)
-class Peer:
-    """One pinned peer and where its build lives."""
-
-    name: str
-    module: str
-    version: str
-    package: str
-    directory: Path
-
-    @property
-    def binary(self) -> Path:
-        return self.directory / "bin" / self.name
-
-    @property
-    def built(self) -> bool:
-        return (self.directory / "stamp").is_file() and os.access(self.binary, os.X_OK)
+Peer = Component
+"""One pinned peer and where its build lives (the ecosystem components' type: same list format, same
+build script)."""
 
 
 def peers_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -122,16 +109,7 @@ def peers_dir(env: Mapping[str, str] | None = None) -> Path:
 
 def load_peers(text: str, root: Path, *, source: str = "peers.txt") -> dict[str, Peer]:
     """The peers listed in `text` (peers.txt's format), built under `root`; ValueError on a bad line."""
-    found: dict[str, Peer] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        fields = raw.split("#", 1)[0].split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            raise ValueError(f"{source}:{number}: want `name module version package`, got {raw!r}")
-        name, module, version, package = fields
-        found[name] = Peer(name, module, version, package, root / f"{name}-{version}")
-    return found
+    return parse_listing(text, root, source=source)
 
 
 def peers(env: Mapping[str, str] | None = None) -> dict[str, Peer]:
