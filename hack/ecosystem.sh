@@ -13,10 +13,13 @@
 #
 # Usage: bash hack/ecosystem.sh [NAME...]   build what is missing (all components, or the named ones)
 #        bash hack/ecosystem.sh --print-dir print the cache root and exit
+# hack/peers.sh builds another list (the benchmark's Go peers) with this same script, through
+# KUBETRAIN_GOBUILD_LIST (the list file), KUBETRAIN_GOBUILD_DIR (the cache root) and KUBETRAIN_GOBUILD_LABEL.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-list="$root/tools/ecosystem/components.txt"
-cache="${KUBETRAIN_ECOSYSTEM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubetrain/ecosystem}"
+list="${KUBETRAIN_GOBUILD_LIST:-$root/tools/ecosystem/components.txt}"
+cache="${KUBETRAIN_GOBUILD_DIR:-${KUBETRAIN_ECOSYSTEM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubetrain/ecosystem}}"
+label="${KUBETRAIN_GOBUILD_LABEL:-ecosystem}"
 if [ "${1:-}" = "--print-dir" ]; then echo "$cache"; exit 0; fi
 
 export GOTOOLCHAIN=local CGO_ENABLED=0
@@ -31,37 +34,40 @@ build() { # name module version package
   local name="$1" module="$2" version="$3" pkg="$4"
   local dir="$cache/$name-$version" t0 src
   if [ -f "$dir/stamp" ] && [ -x "$dir/bin/$name" ]; then
-    echo "ecosystem: $name $version: cached"
+    echo "$label: $name $version: cached"
     return
   fi
-  command -v go >/dev/null || { echo "ecosystem: 'go' not found on PATH (Go >= 1.26 is needed)" >&2; exit 1; }
+  command -v go >/dev/null || { echo "$label: 'go' not found on PATH (Go >= 1.26 is needed)" >&2; exit 1; }
   mkdir -p "$dir"
   exec 9>"$dir/.lock"
   flock 9 # a second build of the same component waits, then finds it built
-  if [ -f "$dir/stamp" ] && [ -x "$dir/bin/$name" ]; then echo "ecosystem: $name $version: cached"; return; fi
+  if [ -f "$dir/stamp" ] && [ -x "$dir/bin/$name" ]; then echo "$label: $name $version: cached"; return; fi
   t0=$(date +%s)
-  echo "ecosystem: $name: downloading $module@$version ..."
+  echo "$label: $name: downloading $module@$version ..."
   src="$(cd "$dir" && go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
   if [ -z "$src" ] || [ ! -f "$src/go.mod" ]; then
-    echo "ecosystem: FAILED to download $module@$version (GOPROXY=$(go env GOPROXY))" >&2
+    echo "$label: FAILED to download $module@$version (GOPROXY=$(go env GOPROXY))" >&2
     exit 1
   fi
   rm -rf "$dir/src" "$dir/bin"
   cp -r "$src" "$dir/src"
   chmod -R u+w "$dir/src" # the module cache is read-only; the build writes nothing there but go may
-  echo "ecosystem: $name: building $pkg ..."
+  echo "$label: $name: building $pkg ..."
   if ! (cd "$dir/src" && go build -mod=mod -trimpath -ldflags="-s -w" -o "$dir/bin/$name" "$pkg"); then
-    echo "ecosystem: FAILED to build $name ($pkg in $module@$version); see the go errors above." >&2
+    echo "$label: FAILED to build $name ($pkg in $module@$version); see the go errors above." >&2
     exit 1
   fi
   echo "$module $version built $(date -u +%FT%TZ) in $(($(date +%s) - t0)) s" >"$dir/stamp"
-  echo "ecosystem: $name $version: built in $(($(date +%s) - t0)) s"
+  echo "$label: $name $version: built in $(($(date +%s) - t0)) s"
 }
 
 only=("$@")
+for n in "${only[@]}"; do # a name that is not in the list is a mistake, not nothing to do
+  grep -Eq "^$n[[:space:]]" "$list" || { echo "$label: unknown name '$n' (see $list)" >&2; exit 2; }
+done
 while read -r name module version pkg rest; do
   case "$name" in '' | '#'*) continue ;; esac
-  [ -n "$pkg" ] && [ -z "${rest:-}" ] || { echo "ecosystem: bad line in $list: $name $module $version $pkg $rest" >&2; exit 1; }
+  [ -n "$pkg" ] && [ -z "${rest:-}" ] || { echo "$label: bad line in $list: $name $module $version $pkg $rest" >&2; exit 1; }
   wanted "$name" && build "$name" "$module" "$version" "$pkg" </dev/null # stdin is the list
 done <"$list"
 exit 0

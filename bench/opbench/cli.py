@@ -1,7 +1,7 @@
 """`python bench/operator_scale.py`: the command line, the control plane, the loop over runs, the output.
 
-Runs go N by N, the floor first then the operator, so that each operator row sits next to its floor on
-a machine in the same state; between runs the namespace is deleted and waited for.
+Runs go N by N, the floor first, then the operator, then each peer (`--peer`), so that each row sits next
+to its floor on a machine in the same state; between runs the namespace is deleted and waited for.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from kubetrain.testing import ControlPlane, FakeNode, MissingBinariesError
 from opbench.audit import audit_policy
 from opbench.cluster import apply_crds, load_crds
 from opbench.identity import USER_GROUP
+from opbench.peers import Limits, build_peers, extra_controllers, parse_peer_names, peer_command, peers
 from opbench.report import Mode, Row, render_json, render_markdown
 from opbench.runner import Command, Settings, run_one
 from opbench.subject import Readiness, expand
@@ -65,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--kind", default="PyTorchJob", help="PyTorchJob, TFJob or MPIJob")
     what.add_argument("--run-for", default="2s", metavar="DURATION", help="how long kwok runs each pod")
     what.add_argument("--modes", default="floor,operator", help="floor, operator, or both (comma-separated)")
+    what.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also run this Go peer after the modes, built if missing (hack/peers.sh): training-operator "
+        "(PyTorchJob, TFJob) or mpi-operator (MPIJob); repeat it or give a comma list",
+    )
     subject = parser.add_argument_group("the operator under test")
     subject.add_argument(
         "--operator-cmd",
@@ -76,8 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     subject.add_argument(
         "--operator-ready", default=OPERATOR_READY, metavar="HOW", help="url:URL, log:REGEX or after:SECONDS"
     )
-    floor = parser.add_argument_group("the floor (bare client)")
-    floor.add_argument("--floor-workers", type=int, default=5, help="jobs created at the same time")
+    floor = parser.add_argument_group(
+        "the floor (bare client) and the peers", "both get kubetrain's default client limits and workers"
+    )
+    floor.add_argument(
+        "--floor-workers", type=int, default=5, help="jobs created at the same time; a peer's workers"
+    )
     floor.add_argument("--floor-qps", type=float, default=50.0, help="client-side rate limit (QPS)")
     floor.add_argument("--floor-burst", type=int, default=100, help="client-side rate limit (burst)")
     cluster = parser.add_argument_group("the cluster")
@@ -120,20 +133,36 @@ def _commands(args: argparse.Namespace) -> dict[Mode, Command]:
     }
 
 
-def _check(args: argparse.Namespace) -> tuple[list[Mode], dict[Mode, Command]]:
+def _peer_commands(args: argparse.Namespace, names: list[str]) -> dict[str, Command]:
+    limits = Limits(qps=args.floor_qps, burst=args.floor_burst, workers=args.floor_workers)
+    known = peers()
+    return {name: peer_command(known[name], kind_by_name(args.kind), limits) for name in names}
+
+
+def _check(args: argparse.Namespace) -> tuple[list[Mode], dict[Mode, Command], list[str]]:
     """Every user error, before anything starts: ValueError naming the option."""
-    kind_by_name(args.kind)
-    Workload(kind_by_name(args.kind), 1, args.replicas)  # replicas fit the kind's layout
+    kind = kind_by_name(args.kind)
+    Workload(kind, 1, args.replicas)  # replicas fit the kind's layout
     modes = _modes(args.modes)
+    if Mode.PEER in modes:
+        raise ValueError("--modes: name the peers with --peer")
+    peer_names = parse_peer_names(args.peer, kind, peers())
     commands = _commands(args)
-    sample = {k: "x" for k in ("kubeconfig", "namespace", "port", "python", "kind", "jobs", "replicas")}
+    sample = {
+        k: "x" for k in ("kubeconfig", "namespace", "port", "port2", "python", "kind", "jobs", "replicas")
+    }
     expand(commands[Mode.OPERATOR].template, {**sample, "run_for": "2s"})
     if args.audit_log and not args.kubeconfig:
         raise ValueError("--audit-log goes with --kubeconfig (a started plane has its own audit log)")
-    return modes, commands
+    if peer_names and args.kubeconfig:
+        raise ValueError("--peer needs a started plane (its kube-controller-manager runs what peers need)")
+    return modes, commands, peer_names
 
 
-def _meta(args: argparse.Namespace, plane: ControlPlane | None) -> dict[str, object]:
+def _meta(
+    args: argparse.Namespace, plane: ControlPlane | None, peer_cmds: dict[str, Command]
+) -> dict[str, object]:
+    known = peers()
     return {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "host": platform.node(),
@@ -146,6 +175,9 @@ def _meta(args: argparse.Namespace, plane: ControlPlane | None) -> dict[str, obj
         "run_for": args.run_for,
         "operator_cmd": args.operator_cmd,
         "floor": {"workers": args.floor_workers, "qps": args.floor_qps, "burst": args.floor_burst},
+        "peers": {
+            name: {"version": known[name].version, "command": peer_cmds[name].template} for name in peer_cmds
+        },
         "load_average": os.getloadavg(),
     }
 
@@ -153,6 +185,10 @@ def _meta(args: argparse.Namespace, plane: ControlPlane | None) -> dict[str, obj
 def _notes(meta: dict[str, object], end_load: tuple[float, float, float]) -> list[str]:
     start = ", ".join(f"{x:.1f}" for x in cast(tuple[float, ...], meta["load_average"]))
     floor = cast(dict[str, float], meta["floor"])
+    peer_notes = [
+        f"peer {name} {peer['version']} (same QPS, burst and workers): `{peer['command']}`"
+        for name, peer in cast(dict[str, dict[str, str]], meta["peers"]).items()
+    ]
     return [
         f"{meta['date']} on {meta['host']}: {meta['cpus']} CPUs, {meta['memory_gib']} GiB, Python "
         f"{meta['python']}; load average (1, 5, 15 min) {start} at the start, "
@@ -165,10 +201,13 @@ def _notes(meta: dict[str, object], end_load: tuple[float, float, float]) -> lis
         "times in seconds from the first job create (floor: its go signal); `all Succeeded` is every "
         "job's Succeeded condition (floor: every pod Succeeded); API requests from the audit log, by the "
         "process's own ServiceAccount; CPU during the run (start-up excluded), peak RSS of its process tree",
+        *peer_notes,
     ]
 
 
-async def _bench(args: argparse.Namespace, modes: list[Mode], settings: Settings) -> list[Row]:
+async def _bench(
+    args: argparse.Namespace, modes: list[Mode], peer_names: list[str], settings: Settings
+) -> list[Row]:
     api = await KubeApiClient.connect(str(settings.admin_kubeconfig), qps=1000.0, burst=1000)
     rows: list[Row] = []
     try:
@@ -177,6 +216,9 @@ async def _bench(args: argparse.Namespace, modes: list[Mode], settings: Settings
             for mode in modes:
                 log.info("run: %s, N=%d, R=%d", mode, jobs, args.replicas)
                 rows.append(await run_one(api, settings, mode, jobs))
+            for name in peer_names:
+                log.info("run: peer %s, N=%d, R=%d", name, jobs, args.replicas)
+                rows.append(await run_one(api, settings, Mode.PEER, jobs, peer=name))
     finally:
         await api.close()
     return rows
@@ -201,7 +243,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        modes, commands = _check(args)
+        modes, commands, peer_names = _check(args)
     except ValueError as err:
         print(f"operator_scale: {err}", file=sys.stderr)
         return 2
@@ -210,11 +252,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="kubetrain-bench-"))
     plane = None
     try:
+        build_peers([name for name in peer_names if not peers()[name].built])
+        peer_cmds = _peer_commands(args, peer_names)
         if args.kubeconfig is None:
             nodes = [FakeNode(f"bench-node-{i}", pods=args.node_pods) for i in range(args.nodes)]
-            plane = ControlPlane(nodes=nodes, audit_policy=audit_policy(USER_GROUP)).start()
+            plane = ControlPlane(
+                nodes=nodes,
+                audit_policy=audit_policy(USER_GROUP),
+                extra_controllers=extra_controllers(peer_names),
+            ).start()
             log.info("control plane ready in %.1f s: %s", plane.start_seconds, plane.server)
-        meta = _meta(args, plane)
+        meta = _meta(args, plane, peer_cmds)
         admin = plane.kubeconfig if plane else args.kubeconfig
         settings = Settings(
             kind=kind_by_name(args.kind),
@@ -227,8 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             workdir=workdir,
             timeout=args.timeout,
             ready_timeout=args.ready_timeout,
+            peers=peer_cmds,
         )
-        rows = asyncio.run(_bench(args, modes, settings))
+        rows = asyncio.run(_bench(args, modes, peer_names, settings))
         print(_write(rows, meta, args.output_dir))
     except (MissingBinariesError, TimeoutError, RuntimeError, OSError, ValueError, yaml.YAMLError) as err:
         print(f"operator_scale: {err}", file=sys.stderr)

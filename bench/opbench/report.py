@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Mode", "Row", "floor_ratio", "render_json", "render_markdown"]
+__all__ = ["Mode", "Row", "floor_ratio", "peer_ratios", "render_json", "render_markdown"]
 
 NA = "n/a"
 
@@ -23,6 +23,8 @@ class Mode(StrEnum):
 
     OPERATOR = "operator"
     FLOOR = "floor"
+    PEER = "peer"
+    """Another operator for the same kinds (Kubeflow's own), measured the same way as the operator."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,13 @@ class Row:
     cpu_total_seconds: float | None = None
     """The same, start-up included."""
     peak_rss_mib: float | None = None
+    peer: str | None = None
+    """The peer's name (peer mode)."""
+
+    @property
+    def label(self) -> str:
+        """The mode, and the peer's name in peer mode: `peer (mpi-operator)`."""
+        return f"{self.mode} ({self.peer})" if self.peer else str(self.mode)
 
     @property
     def requests_per_job(self) -> float | None:
@@ -91,6 +100,37 @@ def floor_ratio(row: Row, rows: Sequence[Row]) -> float | None:
     return row.t_pods / floor.t_pods
 
 
+_RATIOS = {
+    "t_pods": "all pods",
+    "cpu_seconds": "CPU s",
+    "peak_rss_mib": "peak RSS",
+    "requests": "API requests",
+}
+
+
+def peer_ratios(row: Row, rows: Sequence[Row]) -> dict[str, float | None] | None:
+    """For a peer `row`: the operator's figure over the peer's, for time to all pods, CPU, peak RSS and API
+    requests, from the operator run of the same kind, N and R (None without one; a figure is None when
+    either side lacks it). Below 1: the operator took less."""
+    if row.mode is not Mode.PEER:
+        return None
+    operator = next(
+        (
+            r
+            for r in rows
+            if r.mode is Mode.OPERATOR and (r.kind, r.jobs, r.replicas) == (row.kind, row.jobs, row.replicas)
+        ),
+        None,
+    )
+    if operator is None:
+        return None
+    ratios: dict[str, float | None] = {}
+    for name in _RATIOS:
+        ours, theirs = getattr(operator, name), getattr(row, name)
+        ratios[name] = None if ours is None or theirs is None or theirs <= 0 else ours / theirs
+    return ratios
+
+
 def _num(value: float | None, digits: int = 1) -> str:
     return NA if value is None else f"{value:.{digits}f}"
 
@@ -98,7 +138,7 @@ def _num(value: float | None, digits: int = 1) -> str:
 def _cells(row: Row, rows: Sequence[Row]) -> list[str]:
     ratio = floor_ratio(row, rows)
     return [
-        str(row.mode),
+        row.label,
         str(row.jobs),
         str(row.replicas),
         str(row.pods),
@@ -120,12 +160,22 @@ def render_markdown(rows: Sequence[Row], *, title: str, notes: Sequence[str] = (
     """A Markdown section: `title`, the table (rows in the given order), then `notes` as a bullet list."""
     lines = [f"## {title}", "", _line(_COLUMNS), _line(["---"] * len(_COLUMNS))]
     lines += [_line(_cells(row, rows)) for row in rows]
+    versus = [(row, peer_ratios(row, rows)) for row in rows if row.mode is Mode.PEER]
+    if versus:
+        lines += ["", "operator / peer, same kind, N and R (below 1.00x: the operator took less):", ""]
+        header = ["N", "R", "peer", *_RATIOS.values()]
+        lines += [_line(header), _line(["---"] * len(header))]
+        for row, ratios in versus:
+            cells = [
+                NA if ratios is None or ratios[name] is None else f"{ratios[name]:.2f}x" for name in _RATIOS
+            ]
+            lines.append(_line([str(row.jobs), str(row.replicas), str(row.peer), *cells]))
     if notes:
         lines += ["", *(f"- {note}" for note in notes)]
     calls = [row for row in rows if row.requests_by_call]
     if calls:
         lines += ["", "Requests by call (most frequent first):", ""]
-        lines += [f"- {row.mode} N={row.jobs}: {_calls_line(row)}" for row in calls]
+        lines += [f"- {row.label} N={row.jobs}: {_calls_line(row)}" for row in calls]
     return "\n".join(lines) + "\n"
 
 
@@ -157,6 +207,7 @@ def render_json(rows: Sequence[Row], *, meta: Mapping[str, Any]) -> str:
                 "refused_by_call": dict(row.refused_by_call),
                 "requests_per_job": row.requests_per_job,
                 "pods_vs_floor": floor_ratio(row, rows),
+                "operator_over_peer": peer_ratios(row, rows),
             }
             for row in rows
         ],

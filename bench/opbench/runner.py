@@ -1,9 +1,10 @@
 """One run of operator_scale: (mode, N) on a running cluster, from a fresh namespace to a `Row`.
 
 1. a namespace and an identity of its own (the audit log is read by that identity afterwards);
-2. the process under test is started and awaited until ready (its start-up is not timed);
+2. what the process needs beside its command is set up (`Command.prepare`: a peer's webhook Secret and
+   certificate files), then it is started and awaited until ready (its start-up is not timed);
 3. watches on pods (and jobs) are listed and running, then the clock starts: the harness creates the N
-   jobs (operator mode) or sends the floor client its go signal;
+   jobs (operator and peer modes) or sends the floor client its go signal;
 4. the run ends when every job (floor: every pod) has finished, when the process under test exits, or
    after `timeout` seconds; CPU is read, the process is stopped, the namespace and identity are removed.
 
@@ -20,7 +21,7 @@ import secrets
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,18 +39,37 @@ from opbench.report import Mode, Row
 from opbench.subject import Readiness, Subject, expand
 from opbench.workload import Workload
 
-__all__ = ["Command", "Settings", "run_one"]
+__all__ = ["Command", "Prepare", "Settings", "run_one"]
 
 log = logging.getLogger("opbench")
 
 
+Prepare = Callable[[ApiClient, str, Path], AbstractAsyncContextManager[Mapping[str, str]]]
+"""What a process under test needs beside its command, set up by the harness (as the admin) before it
+starts and undone after it stopped: called with the admin client, the run's namespace and a scratch
+directory of the run; yields more environment for the process."""
+
+
 @dataclass(frozen=True)
 class Command:
-    """A process under test: its command template, readiness, and extra environment."""
+    """A process under test: its command template, readiness, extra environment, environment variables
+    it must not inherit, and what to set up before it starts."""
 
     template: str
     ready: Readiness
     env: Mapping[str, str] = field(default_factory=dict)
+    unset: frozenset[str] = frozenset()
+    prepare: Prepare | None = None
+
+    def environment(self, base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+        """`base` (the harness's environment) without `unset`, with `env` and `extra` over it."""
+        merged = {**base, **self.env, **extra}
+        return {name: value for name, value in merged.items() if name not in self.unset}
+
+
+@asynccontextmanager
+async def _nothing(api: ApiClient, namespace: str, scratch: Path) -> AsyncIterator[Mapping[str, str]]:
+    yield {}
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,7 @@ class Settings:
     replicas: int
     run_for: str
     commands: Mapping[Mode, Command]
+    """The floor's and the operator's."""
     admin_kubeconfig: Path
     admin: dict[str, Any]
     """The admin kubeconfig, parsed."""
@@ -70,6 +91,11 @@ class Settings:
     stop_grace: float = 30.0
     cleanup_timeout: float = 300.0
     submit_concurrency: int = 20
+    peers: Mapping[str, Command] = field(default_factory=dict)
+    """Each peer's (peer mode), by name."""
+
+    def command(self, mode: Mode, peer: str | None) -> Command:
+        return self.peers[peer or ""] if mode is Mode.PEER else self.commands[mode]
 
 
 @dataclass
@@ -82,13 +108,14 @@ class _Window:
     outcome: str = "not started"
 
 
-async def run_one(api: ApiClient, settings: Settings, mode: Mode, jobs: int) -> Row:
-    """Run `mode` with `jobs` jobs; everything it created is removed before it returns."""
+async def run_one(api: ApiClient, settings: Settings, mode: Mode, jobs: int, peer: str | None = None) -> Row:
+    """Run `mode` (the peer named `peer`, in peer mode) with `jobs` jobs; everything it created is removed
+    before it returns."""
     workload = Workload(settings.kind, jobs, settings.replicas, settings.run_for)
     tag = f"{mode}-{jobs}-{secrets.token_hex(3)}"
     namespace = f"bench-{tag}"
     load = os.getloadavg()[0]
-    progress = Progress(pods=workload.pods, jobs=jobs if mode is Mode.OPERATOR else 0)
+    progress = Progress(pods=workload.pods, jobs=0 if mode is Mode.FLOOR else jobs)
     window, sampler, identity = _Window(), None, None
     began = time.monotonic()
     try:
@@ -96,7 +123,10 @@ async def run_one(api: ApiClient, settings: Settings, mode: Mode, jobs: int) -> 
         identity = await create_identity(
             api, settings.admin, settings.admin_kubeconfig.parent, f"op-{tag}", settings.workdir
         )
-        sampler = await _measure(api, settings, mode, workload, namespace, identity, progress, window)
+        command = settings.command(mode, peer)
+        sampler = await _measure(
+            api, settings, command, mode, workload, namespace, identity, progress, window
+        )
     except Exception as err:  # a failed run is reported as a row
         window.outcome = f"error: {err}".splitlines()[0][:200]
         log.exception("run %s failed", tag)
@@ -106,12 +136,13 @@ async def run_one(api: ApiClient, settings: Settings, mode: Mode, jobs: int) -> 
         if identity is not None:
             await delete_identity(api, identity)
     log.info("run %s: %s in %.0f s (%s)", tag, window.outcome, time.monotonic() - began, progress.summary())
-    return _row(mode, workload, load, progress, window, sampler, settings.audit_log, identity)
+    return _row(mode, peer, workload, load, progress, window, sampler, settings.audit_log, identity)
 
 
 async def _measure(
     api: ApiClient,
     settings: Settings,
+    command: Command,
     mode: Mode,
     workload: Workload,
     namespace: str,
@@ -119,20 +150,43 @@ async def _measure(
     progress: Progress,
     window: _Window,
 ) -> TreeSampler:
-    command = settings.commands[mode]
+    scratch = settings.workdir / identity.name
+    scratch.mkdir(parents=True, exist_ok=True)
+    async with (command.prepare or _nothing)(api, namespace, scratch) as extra:
+        env = command.environment(os.environ, extra)
+        return await _measure_process(
+            api, settings, command, mode, workload, namespace, identity, progress, window, env
+        )
+
+
+async def _measure_process(
+    api: ApiClient,
+    settings: Settings,
+    command: Command,
+    mode: Mode,
+    workload: Workload,
+    namespace: str,
+    identity: Identity,
+    progress: Progress,
+    window: _Window,
+    env: Mapping[str, str],
+) -> TreeSampler:
     values = _placeholders(workload, namespace, identity)
-    env = {**os.environ, **command.env}
     subject = Subject(expand(command.template, values), settings.workdir / f"{identity.name}.log", env)
     sampler = TreeSampler(subject.pid)
     sampler.start()
     try:
-        waited = await subject.wait_ready(command.ready.expanded(values), within=settings.ready_timeout)
+        try:
+            waited = await subject.wait_ready(command.ready.expanded(values), within=settings.ready_timeout)
+        except (TimeoutError, RuntimeError):
+            print(f"--- last lines of {subject.log_path}:\n{subject.log_tail()}", file=sys.stderr)
+            raise
         log.info("%s ready after %.1f s; starting the clock", mode, waited)
         async with _watching(api, namespace, workload, progress) as watchers:
             window.cpu_start = sampler.sample().cpu_seconds
             t0 = time.monotonic()
             progress.origin = t0
-            if mode is Mode.OPERATOR:
+            if mode is not Mode.FLOOR:
                 bodies = [workload.job(name) for name in workload.job_names()]
                 await submit(
                     api, workload.resource, namespace, bodies, concurrency=settings.submit_concurrency
@@ -156,6 +210,7 @@ def _placeholders(workload: Workload, namespace: str, identity: Identity) -> dic
         "kubeconfig": str(identity.kubeconfig),
         "namespace": namespace,
         "port": str(free_port()),
+        "port2": str(free_port()),
         "python": sys.executable,
         "kind": workload.kind.kind,
         "jobs": str(workload.jobs),
@@ -215,6 +270,7 @@ async def _until_done(
 
 def _row(
     mode: Mode,
+    peer: str | None,
     workload: Workload,
     load: float,
     progress: Progress,
@@ -229,6 +285,7 @@ def _row(
         cpu = window.cpu_end - window.cpu_start
     return Row(
         mode=mode,
+        peer=peer if mode is Mode.PEER else None,
         kind=workload.kind.kind,
         jobs=workload.jobs,
         replicas=workload.replicas,

@@ -15,6 +15,7 @@ Why these flags (see also the module docstring of controlplane.py):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,14 +100,16 @@ def apiserver_args(bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path) -> li
     ]
 
 
-def kcm_args(bins: Binaries, kubeconfig: Path, pki: Pki) -> list[str]:
+def kcm_args(bins: Binaries, kubeconfig: Path, pki: Pki, extra_controllers: Sequence[str] = ()) -> list[str]:
+    """`extra_controllers`: run these too (e.g. `job-controller` for an operator that creates batch Jobs)."""
+    controllers = [*CONTROLLERS, *(c for c in extra_controllers if c not in CONTROLLERS)]
     return [
         str(bins.kube_controller_manager),
         f"--kubeconfig={kubeconfig}",
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
         "--secure-port=0",
-        f"--controllers={','.join(CONTROLLERS)}",
+        f"--controllers={','.join(controllers)}",
         f"--service-account-private-key-file={pki.sa_key}",
         f"--root-ca-file={pki.ca_crt}",
         "--use-service-account-credentials=false",

@@ -18,6 +18,8 @@ KUBETRAIN_CP_LOG_DIR to keep a copy of the component logs after stop() (e.g. as 
 Auditing is off unless `ControlPlane(audit_policy=...)` is given an audit Policy (YAML text): then
 kube-apiserver writes one JSON event per line to `plane.audit_log` (never rotated), so a benchmark or a
 test can tell who issued which requests (e.g. bench/operator_scale.py counts the operator's requests).
+`ControlPlane(extra_controllers=["job-controller"])` runs more kube-controller-manager controllers than
+components.CONTROLLERS (e.g. the batch Job controller, for an operator whose launcher is a Job).
 """
 
 from __future__ import annotations
@@ -71,8 +73,10 @@ class ControlPlane:
         nodes: Sequence[FakeNode] = DEFAULT_NODES,
         start_timeout: float = 120.0,
         audit_policy: str | None = None,
+        extra_controllers: Sequence[str] = (),
     ) -> None:
         self._binaries = binaries
+        self._extra_controllers = tuple(extra_controllers)
         self._audit_policy = audit_policy
         self._nodes = tuple(nodes)
         self._timeout = start_timeout
@@ -166,7 +170,7 @@ class ControlPlane:
         (work / "kwok.yaml").write_text(config)
         self._rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", LOGS_CRD)
         self._wait("kwok's Logs CRD served", lambda: self._rest_ok("/apis/kwok.x-k8s.io/v1alpha1/logs"))
-        self._spawn("kube-controller-manager", comp.kcm_args(bins, admin, pki))
+        self._spawn("kube-controller-manager", comp.kcm_args(bins, admin, pki, self._extra_controllers))
         self._spawn("kube-scheduler", comp.scheduler_args(bins, admin, ports))
         self._spawn("kwok", comp.kwok_args(bins, admin, work / "kwok.yaml"))
         for node in self._nodes:

@@ -23,6 +23,7 @@ __all__ = [
     "components",
     "ecosystem_dir",
     "find_component",
+    "parse_listing",
 ]
 
 BUILD_HINT = "run `bash hack/ecosystem.sh` (builds them from their Go modules; a few minutes each, cold)"
@@ -68,16 +69,22 @@ def ecosystem_dir(env: dict[str, str] | None = None) -> Path:
 def components(env: dict[str, str] | None = None) -> dict[str, Component]:
     """Every component of tools/ecosystem/components.txt, by name."""
     listing = repo_root() / "tools" / "ecosystem" / "components.txt"
-    root = ecosystem_dir(env)
+    try:
+        return parse_listing(listing.read_text(), ecosystem_dir(env), source=str(listing))
+    except ValueError as err:
+        raise MissingComponentError(str(err)) from err
+
+
+def parse_listing(text: str, root: Path, *, source: str) -> dict[str, Component]:
+    """The Go programs a list names (`name module version package` a line, `#` comments), each built under
+    `root/<name>-<version>/`; ValueError on a bad line. Also the format of the benchmark's peers list."""
     found: dict[str, Component] = {}
-    for number, raw in enumerate(listing.read_text().splitlines(), start=1):
+    for number, raw in enumerate(text.splitlines(), start=1):
         fields = raw.split("#", 1)[0].split()
         if not fields:
             continue
         if len(fields) != 4:
-            raise MissingComponentError(
-                f"{listing}:{number}: want `name module version package`, got {raw!r}"
-            )
+            raise ValueError(f"{source}:{number}: want `name module version package`, got {raw!r}")
         name, module, version, package = fields
         found[name] = Component(name, module, version, package, root / f"{name}-{version}")
     return found

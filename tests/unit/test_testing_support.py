@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.testing import binaries, process
+from kubetrain.testing import binaries, components, process
 from kubetrain.testing.binaries import COMPONENTS, MissingBinariesError, find_binaries, repo_root
+from kubetrain.testing.certs import Pki
 from kubetrain.testing.kwok import (
     ANNOTATION_EXIT_CODE,
     ANNOTATION_OUTCOME,
@@ -139,3 +140,20 @@ def test_only_orphaned_plane_directories_are_swept(tmp_path: Path) -> None:
     assert removed == [orphan]
     assert alive.is_dir()
     assert unstamped.is_dir()
+
+
+def test_kube_controller_manager_runs_extra_controllers_once_after_its_own(tmp_path: Path) -> None:
+    pki = make_pki_stub(tmp_path)
+    bins = binaries.Binaries(tmp_path)
+    plain = components.kcm_args(bins, tmp_path / "k", pki)
+    more = components.kcm_args(bins, tmp_path / "k", pki, ["job-controller", "namespace-controller"])
+    flag = next(a for a in plain if a.startswith("--controllers="))
+    assert flag == f"--controllers={','.join(components.CONTROLLERS)}"
+    assert f"{flag},job-controller" in more
+    assert len(more) == len(plain)
+
+
+def make_pki_stub(directory: Path) -> Pki:
+    return Pki(
+        *(directory / name for name in ("ca.crt", "ca.key", "s.crt", "s.key", "a.crt", "a.key", "sa", "sp"))
+    )
