@@ -2,8 +2,9 @@
 
 Start-up, in order, each step failing with one clear log line and a distinct exit code:
 1. import the controller of every enabled kind (a kind is never dropped silently);
-2. connect two API clients: one for the controllers and informers (--qps/--burst), one of its own for
-   leader election, so that Lease renewals never queue behind reconcile traffic;
+2. connect the API clients: one for the controllers and informers (--qps/--burst), one for Events (the
+   same limits, a budget of its own), and one for leader election, so that Lease renewals never queue
+   behind reconcile traffic;
 3. preflight: list each resource the controllers will watch, in each watched namespace, with a selector
    that matches nothing. This proves in a second what would otherwise be an operator that never gets
    ready and logs retries: the API server is reachable, the credentials work, the CRDs (and the gang
@@ -18,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +93,17 @@ def run_operator(options: OperatorOptions) -> int:
 async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
     started = time.monotonic()
     stopper = _Signals()
-    api = leader_api = None
-    metrics = Metrics(CollectorRegistry())  # both clients count their requests on what /metrics serves
+    api = leader_api = events_api = None
+    metrics = Metrics(CollectorRegistry())  # every client counts its requests on what /metrics serves
     try:
         api = await _connect(options, options.qps, options.burst, metrics)
+        # Events get a client (and so a rate limit) of their own, as client-go's event broadcaster does:
+        # they never delay the pod and Service writes, nor wait behind them
+        events_api = await _connect(options, options.qps, options.burst, metrics)
         if options.leader_election:
             leader_api = await _connect(options, _LEADER_QPS, _LEADER_BURST, metrics)
         await _preflight(api, leader_api, controllers, options)
-        manager = _build(options, api, leader_api, controllers, metrics)
+        manager = _build(options, Clients(api, leader_api, events_api), controllers, metrics)
         stopper.target = manager.stop
         manager.add_runnable(lambda: _announce_ready(manager, started))
         log.info("starting: %s", _summary(options))
@@ -114,7 +120,7 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
         raise OperatorFailure(ExitCode.FAILED, f"stopping: {err}", startup=False) from err
     finally:
         stopper.remove()
-        for client in (api, leader_api):
+        for client in (api, leader_api, events_api):
             if client is not None:
                 await client.close()
     log.info("operator stopped")
@@ -250,27 +256,37 @@ def _explain(
     return OperatorFailure(ExitCode.CLUSTER, f"cannot read {resource} in {where}: {err}")
 
 
-def _build(
-    options: OperatorOptions,
-    api: KubeApiClient,
-    leader_api: KubeApiClient | None,
-    controllers: Controllers,
-    metrics: Metrics,
-) -> Manager:
+@dataclass(frozen=True)
+class Clients:
+    """The operator's API clients, each with its own rate limit: controllers and informers, the leader
+    election Lease, Events."""
+
+    api: KubeApiClient
+    leader: KubeApiClient | None
+    events: KubeApiClient
+
+
+def _build(options: OperatorOptions, clients: Clients, controllers: Controllers, metrics: Metrics) -> Manager:
     manager = Manager(
-        api,
+        clients.api,
         metrics=metrics,
         namespace=options.namespaces,
         leader_election=options.leader_election,
-        leader_api=leader_api,
+        leader_api=clients.leader,
         http_address=options.health_address,
         metrics_address=options.metrics_address,
         shutdown_grace=options.shutdown_grace,
     )
     identity = options.leader_election.identity if options.leader_election else ""
     for cls in controllers.values():
+        component = cls.kind.operator_name
+        metrics.event_recorder(component)
         recorder = KubeEventRecorder(
-            api, component=cls.kind.operator_name, clock=manager.clock, instance=identity
+            clients.events,
+            component=component,
+            clock=manager.clock,
+            instance=identity,
+            on_drop=functools.partial(metrics.event_dropped, component),
         )
         manager.add_runnable(recorder.run)
         add_controller(manager, cls, options.settings, recorder=recorder, workers=options.workers)

@@ -25,9 +25,10 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-__all__ = ["RECONCILE_RESULTS", "REST_ERROR_CODE", "Metrics", "QueueMetrics"]
+__all__ = ["EVENT_DROP_REASONS", "RECONCILE_RESULTS", "REST_ERROR_CODE", "Metrics", "QueueMetrics"]
 
 RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+EVENT_DROP_REASONS = ("spam", "backlog", "error")
 """controller-runtime's `result` label values; a TerminalError counts as "error" (and as terminal)."""
 REST_ERROR_CODE = "<error>"
 """client-go's `code` for a request that got no HTTP answer (connection refused, timeout, TLS)."""
@@ -79,6 +80,13 @@ class Metrics:
         self.is_leader = Gauge(
             "kubetrain_is_leader",
             "1 while this process leads (1 once synced without election).",
+            registry=registry,
+        )
+        self.events_dropped = Counter(
+            "kubetrain_events_dropped",
+            "Events not written, by component and why: `spam` (over an object's budget), `backlog` (the "
+            "queue was full) or `error` (the API server refused or did not answer).",
+            ["component", "reason"],
             registry=registry,
         )
 
@@ -195,6 +203,15 @@ class Metrics:
             unfinished_work=self.unfinished_work.labels(name, name),
             longest_running=self.longest_running.labels(name, name),
         )
+
+    def event_recorder(self, component: str) -> None:
+        """Initialise the dropped-Events series of `component`: a rate exists before the first drop."""
+        for reason in EVENT_DROP_REASONS:
+            self.events_dropped.labels(component, reason)
+
+    def event_dropped(self, component: str, reason: str) -> None:
+        """An Event of `component` was not written (`reason`: spam, backlog or error)."""
+        self.events_dropped.labels(component, reason).inc()
 
     def rest_request(self, code: int | str, method: str, host: str, *, waited: float, took: float) -> None:
         """Count one request of the operator's API client (code "<error>" when no answer came): `waited`

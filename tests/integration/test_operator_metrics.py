@@ -120,6 +120,7 @@ def test_dashboard_families_are_served_and_move_when_a_job_runs(
         **{f"training_operator_jobs_{event}": "counter" for event in JOB_EVENTS},
         "leader_election_master_status": "gauge",
         "kubetrain_is_leader": "gauge",
+        "kubetrain_events_dropped": "counter",
     }
     assert {name: types.get(name) for name in expected_types} == expected_types
 

@@ -86,7 +86,7 @@ async def test_a_flood_about_one_object_is_cut_and_refills_slowly(setup) -> None
     recorder.record(other, EventType.NORMAL, "R", "other object is not limited")
     await recorder.flush()
     assert len(await events(api)) == 26
-    assert recorder.dropped == 5
+    assert recorder.dropped == {"spam": 5}
     await clock.advance(300)
     recorder.record(JOB, EventType.WARNING, "R", "after refill")
     await recorder.flush()
@@ -101,6 +101,18 @@ async def test_write_failures_are_swallowed_and_later_events_still_go_out(setup)
     recorder.record(JOB, EventType.NORMAL, "Second", "kept")
     await recorder.flush()
     assert [e["reason"] for e in await events(api)] == ["Second"]
+    assert recorder.dropped == {"error": 1}
+
+
+async def test_every_drop_is_counted_by_reason_and_reported() -> None:
+    clock = FakeClock()
+    api = InMemoryApiClient(clock=clock)
+    reported: list[str] = []
+    recorder = KubeEventRecorder(api, component="c", clock=clock, max_pending=2, on_drop=reported.append)
+    for i in range(3):  # nothing writes yet: the third finds the backlog full
+        recorder.record(JOB, EventType.NORMAL, "R", f"m{i}")
+    assert recorder.dropped == {"backlog": 1}
+    assert reported == ["backlog"]
 
 
 async def test_a_deleted_event_is_recreated_instead_of_patched(setup) -> None:
