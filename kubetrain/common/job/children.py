@@ -9,6 +9,10 @@
   Other failures raise (the reconcile is retried with backoff).
 - Creates go out in batches that double in size (1, 2, 4, ...), stopping at the first failing batch,
   so that a job of 500 pods whose pods are all rejected costs one rejected call, not 500.
+- One Event per kind and reconcile, not one per object: what `create_all` created is announced by
+  `announce()` as `SuccessfulCreatePod` "Created 4 pods: a, b, c, d" (the first 16 names, then how many
+  more). A 4-replica job costs two such Events (pods, Services) where Kubeflow sends eight; a failure
+  keeps an Event of its own.
 - Expectations are raised before each write and lowered again when the write did not happen.
 """
 
@@ -31,6 +35,7 @@ from kubetrain.common.reconcile import Request
 __all__ = ["ChildWriter", "CreateFailure"]
 
 _MAX_BATCH = 32
+_NAMED = 16  # names in one SuccessfulCreate Event; the rest are counted
 
 
 @final
@@ -59,6 +64,7 @@ class ChildWriter:
         self._job = job
         self._key = objects.request_for(job)
         self.failures: list[CreateFailure] = []
+        self._announce: dict[str, list[str]] = {}
 
     @property
     def request(self) -> Request:
@@ -71,14 +77,26 @@ class ChildWriter:
 
         `bodies` is consumed lazily, one batch at a time: pass a generator, and no more than one batch of
         rendered bodies is held at once however many are created."""
-        done, size, pending = 0, 1, iter(bodies)
+        done, size, pending, created = 0, 1, iter(bodies), list[str]()
         while batch := list(islice(pending, size)):
-            results = await asyncio.gather(*(self.create(resource, body, expect=expect) for body in batch))
-            done += sum(results)
-            if not all(results):
+            results = await asyncio.gather(
+                *(self._create(resource, body, expect=expect, blind=False) for body in batch)
+            )
+            done += sum(result is not None for result in results)
+            created.extend(name for name in results if name)
+            if None in results:
                 break
             size = min(size * 2, _MAX_BATCH)
+        self._announce.setdefault(resource.kind, []).extend(created)
         return done
+
+    def announce(self) -> None:
+        """One Event per kind for what `create_all` created since the last call (the pods of every replica
+        type of a reconcile in one `SuccessfulCreatePod`)."""
+        for kind, names in self._announce.items():
+            if names:
+                self._created(kind, names)
+        self._announce.clear()
 
     async def create(
         self, resource: Resource, body: Obj, *, expect: str | None = None, blind: bool = False
@@ -87,6 +105,13 @@ class ChildWriter:
 
         `blind`: an object the operator may not read (a Secret); AlreadyExists counts as present without
         reading it back to check its owner."""
+        name = await self._create(resource, body, expect=expect, blind=blind)
+        if name:
+            self._created(resource.kind, [name])
+        return name is not None
+
+    async def _create(self, resource: Resource, body: Obj, *, expect: str | None, blind: bool) -> str | None:
+        """The name when created now, "" when it already existed as ours, None when it does not exist."""
         name = objects.name(body)
         if expect:
             self._expectations.expect(self._key, expect, adds=1)
@@ -94,14 +119,19 @@ class ChildWriter:
             await self._api.create(resource, self._key.namespace, body)
         except AlreadyExists as err:
             self._observed_create(expect)
-            return True if blind else await self._owned_already(resource, name, err)
+            return "" if blind or await self._owned_already(resource, name, err) else None
         except ApiError as err:
             self._observed_create(expect)
-            return self._failed(resource.kind, name, err)
-        self._event(
-            EventType.NORMAL, f"SuccessfulCreate{resource.kind}", f"Created {resource.kind.lower()}: {name}"
-        )
-        return True
+            self._failed(resource.kind, name, err)
+            return None
+        return name
+
+    def _created(self, kind: str, names: list[str]) -> None:
+        noun = kind.lower()
+        shown = ", ".join(names[:_NAMED])
+        more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+        what = f"{noun}: {shown}" if len(names) == 1 else f"{len(names)} {noun}s: {shown}{more}"
+        self._event(EventType.NORMAL, f"SuccessfulCreate{kind}", f"Created {what}")
 
     async def delete(
         self, resource: Resource, name: str, *, uid: str = "", expect: str | None = None, force: bool = False

@@ -162,11 +162,14 @@ class JobSync(Generic[JobT]):
             await self._replace(plan)
         await self._delete_pods(self.view.orphans)
         admitted = await self._sync_podgroup()
-        for rtype, plan in plans.items():
-            if admitted and plan.create and self.ctl.ready_to_create(self.job, rtype, observed):
-                bodies = (self.render.pod(rtype, index) for index in plan.create)
-                await self.writer.create_all(PODS, bodies, expect="pods")
-        await self._sync_services()
+        try:
+            for rtype, plan in plans.items():
+                if admitted and plan.create and self.ctl.ready_to_create(self.job, rtype, observed):
+                    bodies = (self.render.pod(rtype, index) for index in plan.create)
+                    await self.writer.create_all(PODS, bodies, expect="pods")
+            await self._sync_services()
+        finally:
+            self.writer.announce()  # one Event for the pods, one for the Services, even on an error
         await self._sync_extras(observed)
 
     async def _replace(self, plan: ReplicaPlan) -> None:

@@ -105,8 +105,13 @@ async def test_events_and_counters_record_the_decisions(cluster: Cluster) -> Non
     await cluster.run_all()
     await cluster.set_phase("toy-leader-0", "Succeeded", exit_code=0)
     reasons = cluster.op.events.reasons()
-    assert reasons.count("SuccessfulCreatePod") == 2
-    assert reasons.count("SuccessfulCreateService") == 2
+    # one Event for the pods a reconcile created, one for the Services, each naming them all
+    events = cluster.op.events.events
+    created = {e.reason: e.message for e in events if e.reason.startswith("SuccessfulCreate")}
+    assert reasons.count("SuccessfulCreatePod") == 1
+    assert reasons.count("SuccessfulCreateService") == 1
+    assert created["SuccessfulCreatePod"] == "Created 2 pods: toy-leader-0, toy-worker-0"
+    assert created["SuccessfulCreateService"] == "Created 2 services: toy-leader-0, toy-worker-0"
     for reason in ("ToyJobCreated", "ToyJobRunning", "ToyJobSucceeded"):
         assert reasons.count(reason) == 1, reason
     assert cluster.op.counter("training_operator_jobs_created") == 1
