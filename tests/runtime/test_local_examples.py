@@ -40,11 +40,15 @@ class Expect:
     """How many processes print a result line (ranks, plus an evaluator)."""
     args: tuple[str, ...] = ()
     timeout: float = 540
+    restarts_group: bool = False
+    """torchrun's elastic agent may restart the whole worker group (elasticPolicy.maxRestarts) after one
+    process failed, e.g. a rendezvous store timing out on a busy machine: the last result of each rank
+    counts."""
 
 
 COVERED = {
     "pytorch/pytorch-ddp.yaml": Expect(4),  # master + 3 workers
-    "pytorch/pytorch-elastic.yaml": Expect(4),  # 2 nodes x nprocPerNode 2, under torchrun
+    "pytorch/pytorch-elastic.yaml": Expect(4, restarts_group=True),  # 2 nodes x nprocPerNode 2, torchrun
     "pytorch/pytorch-kueue.yaml": Expect(1, ("--resume",)),  # suspended for Kueue: --resume admits it
     "tensorflow/tf-multiworker-mirrored.yaml": Expect(4),
     "tensorflow/tf-chief-evaluator.yaml": Expect(
@@ -124,6 +128,8 @@ def test_example_succeeds_and_its_replicas_train_in_lock_step(example: str, tmp_
     last = output.rstrip().splitlines()[-1]
     assert last.startswith(f"{kind} {namespace}/{name} Succeeded ({kind}Succeeded): "), output[-6000:]
     found = results(output)
+    if expect.restarts_group:
+        found = list({r["rank"]: r for r in found}.values())  # ranks may move between pods
     assert len(found) == expect.results, f"expected {expect.results} result lines:\n{output[-6000:]}"
     for result in found:
         assert result["accuracy"] >= ACCURACY, f"{result['pod']} learned too little: {result}"
