@@ -18,6 +18,7 @@ from typing import Any
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.cli.operator_options import (
     DEFAULTS,
+    SERVICE_MODES,
     BoolFlag,
     GangChoice,
     LogFormat,
@@ -152,6 +153,14 @@ def _job_flags(group: argparse._ArgumentGroup) -> None:
         metavar="DOMAIN",
         help="DNS suffix of Service names in TF_CONFIG and MPI hostfiles, e.g. cluster.local "
         "(default: none; names end in .svc, which pods resolve on any cluster)",
+    )
+    group.add_argument(
+        "--service-mode",
+        choices=SERVICE_MODES,
+        default=SERVICE_MODES[0],
+        help="how TFJob and PyTorchJob pods get DNS names: 'job', one headless Service per job, pods named "
+        "<pod>.<job>; 'replica', a Service per replica named like its pod, as Kubeflow's operator does, "
+        "for code that relies on those names (default: %(default)s; MPIJobs always have the job's)",
     )
     group.add_argument(
         "--pytorch-init-container-image",

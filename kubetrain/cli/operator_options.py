@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # imported where used: every `kubetrain` command builds this 
 __all__ = [
     "DEFAULTS",
     "SERVICE_ACCOUNT_NAMESPACE_FILE",
+    "SERVICE_MODES",
     "BoolFlag",
     "GangChoice",
     "LogFormat",
@@ -39,6 +40,9 @@ SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceacc
 SCHEDULER_PLUGINS_DEFAULT_NAME = "scheduler-plugins-scheduler"
 """The scheduler name scheduler-plugins' "as a second scheduler" install registers."""
 VOLCANO = "volcano"
+SERVICE_MODES = ("job", "replica")
+"""`--service-mode` values, the default first: `kubetrain.common.job.ServiceMode`'s (a unit test keeps them
+equal), spelled out so that building the parser imports no controller code."""
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -257,8 +261,11 @@ def _settings(args: argparse.Namespace) -> ControllerSettings:
             _controller_settings(**{key: values[key]})
         except ValueError as err:
             raise OptionsError(f"{flag}: {err}") from err
+    from kubetrain.common.job.services import ServiceMode  # noqa: PLC0415  (see the imports)
+
     gang = _gang_scheduler(args.gang_scheduler, args.gang_scheduler_name)
-    return _controller_settings(gang_scheduler=gang, **values)
+    mode = ServiceMode(args.service_mode)
+    return _controller_settings(gang_scheduler=gang, service_mode=mode, **values)
 
 
 def _election(args: argparse.Namespace, env: dict[str, str]) -> LeaderElectionConfig:

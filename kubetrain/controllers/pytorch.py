@@ -4,11 +4,12 @@ What is PyTorch-specific, and only that:
 
 - **Env** on every container of every pod, rendered by `kubetrain.runtimes.contract.TorchEnv` (the code the
   pods parse it with): `PYTHONUNBUFFERED=1`; with a Master replica, `MASTER_ADDR`/`PET_MASTER_ADDR`
-  (`<job>-master-0`), `MASTER_PORT`/`PET_MASTER_PORT` (the Master's `pytorchjob-port`), `WORLD_SIZE`
+  (the master's address: `<job>-master-0.<job>` under the job's Service, Kubeflow's `<job>-master-0` under
+  per-replica Services), `MASTER_PORT`/`PET_MASTER_PORT` (the Master's `pytorchjob-port`), `WORLD_SIZE`
   (replicas x nprocPerNode; `gpu`/`auto` become the pod's nvidia.com/gpu limit when it has one, else count
   as 1) and `RANK`/`PET_NODE_RANK` (the index, +1 for workers); `PET_NPROC_PER_NODE` (resolved likewise);
   `PET_NNODES` = the replica total, or `min:max` under an elasticPolicy,
-  which also brings `PET_RDZV_ENDPOINT` (rdzvHost, else `<job>-worker-0`; rdzvPort, else the Worker's
+  which also brings `PET_RDZV_ENDPOINT` (rdzvHost, else worker 0's address; rdzvPort, else the Worker's
   port), `PET_RDZV_BACKEND` (c10d) and, when set, `PET_RDZV_ID`, `PET_RDZV_CONF`, `PET_MAX_RESTARTS` and
   `PET_STANDALONE`.
 - **Startup order**: with a Master, each Worker pod gets an `init-pytorch` init container that waits until
@@ -42,9 +43,10 @@ from typing import Any
 
 from kubetrain.api import PYTORCHJOB, FieldError, PyTorchJob, ReplicaSpec
 from kubetrain.api.pytorchjob import ElasticPolicy, PyTorchReplicaType, RDZVBackend
-from kubetrain.common.job import ExtraObject, Observed, ReplicaCounts, Verdict, replica_name
+from kubetrain.common.job import ExtraObject, Observed, ReplicaCounts, ServiceMode, Verdict, replica_name
 from kubetrain.common.job.containers import replica_gpus, replica_port, set_env
 from kubetrain.common.job.decider import all_succeeded, decider_type, decider_verdict, is_decider_pod
+from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import HPAS, Obj
 from kubetrain.controllers.settings import ConfiguredJobController
 from kubetrain.runtimes.contract import ContractError, MasterEnv, RendezvousEnv, TorchEnv, names
@@ -63,12 +65,12 @@ class PyTorchJobController(ConfiguredJobController[PyTorchJob]):
     extra_resources = (HPAS,)
 
     def configure_pod(self, job: PyTorchJob, rtype: str, index: int, pod: Obj) -> Obj:
-        env = torch_env(job, rtype, index).render()
+        env = torch_env(job, rtype, index, self.service_mode).render()
         spec = pod["spec"]
         for container in spec.get("containers") or ():
             set_env(container, env)
         if rtype == _WORKER and _MASTER in job.replica_specs:
-            master = replica_name(job.name, _MASTER, 0)
+            master = self.replica_address(job, _MASTER, 0)
             spec["initContainers"] = [*(spec.get("initContainers") or ()), self._wait_for(master)]
         return pod
 
@@ -96,7 +98,7 @@ class PyTorchJobController(ConfiguredJobController[PyTorchJob]):
         errors = list(super().validate(job))
         if errors or not job.replica_specs:
             return errors
-        error = _env_error(job, self.replica_types(job)[0])
+        error = _env_error(job, self.replica_types(job)[0], self.service_mode)
         return [] if error is None else [error]
 
     def is_master(self, job: PyTorchJob, rtype: str, index: int) -> bool:
@@ -119,15 +121,16 @@ class PyTorchJobController(ConfiguredJobController[PyTorchJob]):
         return [ExtraObject(HPAS, hpa(job, elastic))]
 
 
-def torch_env(job: PyTorchJob, rtype: str, index: int) -> TorchEnv:
-    """The env of replica `rtype`/`index` (the same for every container of its pod)."""
+def torch_env(job: PyTorchJob, rtype: str, index: int, mode: ServiceMode) -> TorchEnv:
+    """The env of replica `rtype`/`index` (the same for every container of its pod), its peers addressed
+    as `mode` names them."""
     specs, elastic = job.replica_specs, job.spec.elastic_policy
     total = sum(spec.replicas or 0 for spec in specs.values())
     master = None
     if _MASTER in specs:
         world = sum((s.replicas or 0) * _processes(job, t) for t, s in specs.items())
         master = MasterEnv(
-            addr=replica_name(job.name, _MASTER, 0),
+            addr=replica_address(job.name, replica_name(job.name, _MASTER, 0), mode),
             port=replica_port(PYTORCHJOB, specs[_MASTER]) or 0,
             world_size=world,
             rank=index + 1 if rtype == _WORKER else index,
@@ -136,14 +139,14 @@ def torch_env(job: PyTorchJob, rtype: str, index: int) -> TorchEnv:
         nproc_per_node=resolved_nproc(job, rtype),
         nnodes=None if elastic else total,
         master=master,
-        rendezvous=_rendezvous(job, elastic) if elastic else None,
+        rendezvous=_rendezvous(job, elastic, mode) if elastic else None,
     )
 
 
-def _env_error(job: PyTorchJob, rtype: str) -> FieldError | None:
+def _env_error(job: PyTorchJob, rtype: str, mode: ServiceMode) -> FieldError | None:
     """Why the env of `rtype`'s pods would not reach torchrun as the job says, if it would not."""
     try:
-        env = torch_env(job, rtype, 0)
+        env = torch_env(job, rtype, 0, mode)
         if TorchEnv.parse(env.render()) == env:
             return None
     except ContractError as err:
@@ -211,10 +214,10 @@ def _processes(job: PyTorchJob, rtype: str) -> int:
     return int(nproc) if nproc and nproc.isdigit() else 1
 
 
-def _rendezvous(job: PyTorchJob, elastic: ElasticPolicy) -> RendezvousEnv:
+def _rendezvous(job: PyTorchJob, elastic: ElasticPolicy, mode: ServiceMode) -> RendezvousEnv:
     """Defaulting has set both bounds (validation requires a Worker spec under an elasticPolicy)."""
     workers = job.replica_specs[_WORKER]
-    host = elastic.rdzv_host or replica_name(job.name, _WORKER, 0)
+    host = elastic.rdzv_host or replica_address(job.name, replica_name(job.name, _WORKER, 0), mode)
     port = elastic.rdzv_port or replica_port(PYTORCHJOB, workers)
     return RendezvousEnv(
         endpoint=f"{host}:{port}",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, final
 
 from kubetrain.common.events import EventRecorder
-from kubetrain.common.job import GangScheduling, JobController, JobT, add_job_controller
+from kubetrain.common.job import GangScheduling, JobController, JobT, ServiceMode, add_job_controller
 from kubetrain.common.manager import Manager
 
 __all__ = [
@@ -43,7 +43,8 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerSettings:
-    """What the operator tells every framework controller. The defaults match Kubeflow's defaults."""
+    """What the operator tells every framework controller. The defaults match Kubeflow's defaults, but
+    for `service_mode`."""
 
     cluster_domain: str = ""
     """DNS suffix after `<service>.<namespace>.svc`, e.g. `cluster.local` (Kubeflow: `CUSTOM_CLUSTER_DOMAIN`
@@ -56,6 +57,10 @@ class ControllerSettings:
     """Image of the `init-pytorch` container that makes PyTorch workers wait for the master's DNS name."""
     pytorch_init_max_tries: int = DEFAULT_PYTORCH_INIT_MAX_TRIES
     """How many `nslookup` tries (2 s apart) `init-pytorch` makes before it fails the pod."""
+    service_mode: ServiceMode = ServiceMode.JOB
+    """How TFJob and PyTorchJob pods get DNS names: `job`, one headless Service per job (pods are
+    `{pod}.{job}`), or `replica`, Kubeflow's Service per replica (pods are `{pod}`). MPIJob always has the
+    job's Service, as in the mpi-operator."""
 
     def __post_init__(self) -> None:
         if self.cluster_domain and not _DNS_SUBDOMAIN.match(self.cluster_domain):
@@ -87,18 +92,23 @@ DEFAULT_SETTINGS = ControllerSettings()
 class ConfiguredJobController(JobController[JobT]):
     """A `JobController` that also holds the operator's `ControllerSettings` (as `self.settings`).
 
-    `options` are the template's constructor arguments. `gang` comes from the settings; passing a different
-    `gang` as well is an error rather than a silent choice between the two.
+    `options` are the template's constructor arguments. `gang` and `service_mode` come from the settings;
+    passing a different one as well is an error rather than a silent choice between the two.
     """
 
     def __init__(self, *, settings: ControllerSettings = DEFAULT_SETTINGS, **options: Any) -> None:
-        gang = options.pop("gang", settings.gang)
-        if gang != settings.gang:
-            raise ValueError(
-                f"gang={gang!r} disagrees with settings.gang={settings.gang!r}; set it in the settings"
-            )
-        super().__init__(gang=gang, **options)
+        for option, value in (("gang", settings.gang), ("service_mode", settings.service_mode)):
+            given = options.setdefault(option, value)
+            if given != value:
+                raise ValueError(
+                    f"{option}={given!r} disagrees with settings.{option}={value!r}; set it in the settings"
+                )
+        super().__init__(**options)
         self.settings = settings
+
+    def replica_host(self, job: JobT, rtype: str, index: int) -> str:
+        """The full DNS name of replica `rtype`/`index`: its `replica_address`, `.<ns>.svc[.<domain>]`."""
+        return self.settings.service_host(self.replica_address(job, rtype, index), job.namespace)
 
 
 def add_controller(
@@ -115,7 +125,14 @@ def add_controller(
     `options` go to the `JobController` template (e.g. `terminating_timeout`).
     """
     controller = add_job_controller(
-        manager, cls, recorder=recorder, workers=workers, gang=settings.gang, settings=settings, **options
+        manager,
+        cls,
+        recorder=recorder,
+        workers=workers,
+        gang=settings.gang,
+        settings=settings,
+        service_mode=settings.service_mode,
+        **options,
     )
     assert isinstance(controller, ConfiguredJobController)
     return controller

@@ -4,8 +4,9 @@ What is TensorFlow-specific, and only that:
 
 - **TF_CONFIG** on the `tensorflow` container (validation insists on one; defaulting so names a lone
   container) of every pod of a distributed job (more than one replica in total; a single-replica job gets
-  none): the cluster lists every replica type present (`ps`,
-  `worker`, `chief`, `master`, `evaluator`) as `<job>-<type>-<i>.<namespace>.svc[.<cluster domain>]:<port>`,
+  none): the cluster lists every replica type present (`ps`, `worker`, `chief`, `master`, `evaluator`)
+  as `<job>-<type>-<i>.<job>.<namespace>.svc[.<cluster domain>]:<port>` (under per-replica Services,
+  Kubeflow's `<job>-<type>-<i>.<namespace>.svc[...]:<port>`),
   the port being the type's `tfjob-port` (2222 by default); the task is the pod's own type and index;
   `environment` is `cloud`. Under `enableDynamicWorker` it is Kubeflow's sparse form instead (a ps sees
   itself, a worker sees every ps and itself). `kubetrain.runtimes.contract.TFConfig` renders the document:
@@ -31,7 +32,7 @@ from collections.abc import Callable, Mapping
 
 from kubetrain.api import TFJOB, TFJob
 from kubetrain.api.tfjob import SuccessPolicy, TFReplicaType
-from kubetrain.common.job import Observed, PodPhase, ReplicaCounts, Verdict, replica_name
+from kubetrain.common.job import Observed, PodPhase, ReplicaCounts, Verdict
 from kubetrain.common.job.containers import main_container, replica_port, set_env
 from kubetrain.common.job.decider import all_succeeded, decider_type, decider_verdict, is_decider_pod
 from kubetrain.common.kube.resources import Obj
@@ -43,8 +44,8 @@ __all__ = ["HostOf", "TFJobController", "is_distributed", "tf_cluster", "tf_conf
 
 _WORKER = TFReplicaType.WORKER
 
-HostOf = Callable[[str], str]
-"""Maps a Service name to the DNS name pods reach it by."""
+HostOf = Callable[[str, int], str]
+"""Maps a replica (type, index) to the DNS name pods reach it by."""
 
 
 class TFJobController(ConfiguredJobController[TFJob]):
@@ -69,7 +70,7 @@ class TFJobController(ConfiguredJobController[TFJob]):
         # its pods from the same object), not once per pod, which would cost replicas squared.
         cached = self._last_cluster
         if cached is None or cached[0] is not job:
-            cluster = tf_cluster(job, lambda name: self.settings.service_host(name, job.namespace))
+            cluster = tf_cluster(job, lambda rtype, index: self.replica_host(job, rtype, index))
             cached = self._last_cluster = (job, cluster)
         return cached[1]
 
@@ -94,12 +95,11 @@ def is_distributed(job: TFJob) -> bool:
 
 
 def tf_cluster(job: TFJob, host: HostOf) -> dict[str, tuple[str, ...]]:
-    """Every replica's `host:port`, by lower-case replica type; `host` maps a Service name to its DNS name."""
+    """Every replica's `host:port`, by lower-case replica type; `host` maps a replica to its DNS name."""
     cluster = {}
     for rtype, spec in job.replica_specs.items():
         port = replica_port(TFJOB, spec)
-        names = (replica_name(job.name, rtype, i) for i in range(spec.replicas or 0))
-        cluster[rtype.lower()] = tuple(f"{host(name)}:{port}" for name in names)
+        cluster[rtype.lower()] = tuple(f"{host(rtype, i)}:{port}" for i in range(spec.replicas or 0))
     return cluster
 
 

@@ -22,6 +22,7 @@ from kubetrain.common.job.labels import (
 )
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT, is_retryable_exit_code
+from kubetrain.common.job.services import ServiceMode
 from kubetrain.common.job.status import is_failed, is_finished, is_succeeded, is_suspended
 from kubetrain.common.job.verdict import JobState, Verdict, default_verdict
 from kubetrain.common.job.wiring import add_job_controller, watch_job_resources
@@ -45,6 +46,7 @@ __all__ = [
     "PodFacts",
     "PodPhase",
     "ReplicaCounts",
+    "ServiceMode",
     "Verdict",
     "add_job_controller",
     "default_verdict",

@@ -36,8 +36,10 @@ from kubetrain.common.job.extras import ExtraObject
 from kubetrain.common.job.facts import Observed
 from kubetrain.common.job.fence import WriteFence
 from kubetrain.common.job.gang import GangScheduling
+from kubetrain.common.job.labels import replica_name
 from kubetrain.common.job.limits import oversized
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT
+from kubetrain.common.job.services import ServiceMode, replica_address
 from kubetrain.common.job.sync import JobSync, reject
 from kubetrain.common.job.verdict import Verdict, default_verdict
 from kubetrain.common.kube import objects
@@ -67,6 +69,9 @@ class JobController(Generic[JobT]):
     """Value of the `framework` label of the job metrics, e.g. `tensorflow`."""
     extra_resources: ClassVar[tuple[Resource, ...]] = ()
     """Resources of the objects `extra_objects` returns; owned objects of these are observed and synced."""
+    service_modes: ClassVar[tuple[ServiceMode, ...]] = (ServiceMode.REPLICA, ServiceMode.JOB)
+    """The `ServiceMode`s the kind supports, the one it falls back to first (the mpi-operator's MPIJob,
+    for one, only ever had the job's Service)."""
 
     def __init__(
         self,
@@ -79,8 +84,10 @@ class JobController(Generic[JobT]):
         expectations: Expectations | None = None,
         gang: GangScheduling | None = None,
         terminating_timeout: float = DEFAULT_TERMINATING_TIMEOUT,
+        service_mode: ServiceMode | None = None,
     ) -> None:
-        """`cache` holds an informer store for each of `resources()`; `gang` enables gang scheduling."""
+        """`cache` holds an informer store for each of `resources()`; `gang` enables gang scheduling;
+        `service_mode` picks how pods get DNS names, among the kind's `service_modes` (else its first)."""
         missing = [str(r) for r in self.resources_for(gang) if r not in cache]
         if missing:
             raise ValueError(f"{type(self).__name__} needs cached stores of: {', '.join(missing)}")
@@ -92,6 +99,7 @@ class JobController(Generic[JobT]):
         self.expectations = expectations if expectations is not None else Expectations(clock)
         self.gang = gang
         self.terminating_timeout = terminating_timeout
+        self.service_mode = service_mode if service_mode in self.service_modes else self.service_modes[0]
         self.fence = WriteFence()
 
     # identity -----------------------------------------------------------------------------------------
@@ -109,6 +117,11 @@ class JobController(Generic[JobT]):
 
     def resources(self) -> tuple[Resource, ...]:
         return self.resources_for(self.gang)
+
+    def replica_address(self, job: JobT, rtype: str, index: int) -> str:
+        """The DNS name, relative to the job's namespace, by which replica `rtype`/`index` is reached
+        (`{pod}` or `{pod}.{job}`, by `service_mode`): what env such as TF_CONFIG or MASTER_ADDR names."""
+        return replica_address(job.name, replica_name(job.name, rtype, index), self.service_mode)
 
     def replica_types(self, job: JobT) -> list[str]:
         """The job's replica types in the kind's order (creation and status order)."""
@@ -140,7 +153,8 @@ class JobController(Generic[JobT]):
         return rtype in self.kind.master_types
 
     def wants_service(self, job: JobT, rtype: str) -> bool:
-        """Whether each replica of `rtype` gets a headless Service named like its pod. Default: yes."""
+        """Whether the replicas of `rtype` get DNS names (a Service each, or their hostname and subdomain
+        under the job's Service, by `service_mode`). Default: yes."""
         return True
 
     def ready_to_create(self, job: JobT, rtype: str, observed: Observed) -> bool:

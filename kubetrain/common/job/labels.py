@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kubetrain.common.kube import objects
+from kubetrain.common.kube.resources import Obj
 from kubetrain.common.kube.selectors import format_labels
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "OPERATOR_NAME_LABEL",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
+    "is_template_child",
     "job_labels",
     "replica_index",
     "replica_labels",
@@ -68,3 +71,11 @@ def replica_index(labels: Mapping[str, str]) -> int | None:
     """The replica index a pod or Service is labelled with, or None when absent or not a number."""
     raw = labels.get(REPLICA_INDEX_LABEL, "")
     return int(raw) if raw.isdigit() else None
+
+
+def is_template_child(obj: Obj) -> bool:
+    """Whether a pod or Service a job owns is one the template manages: a replica's (labelled with its
+    index), or the job's own Service (named like the job it is labelled with). Other owned objects of
+    those resources are the framework's `extra_objects`."""
+    labels = objects.labels(obj)
+    return REPLICA_INDEX_LABEL in labels or labels.get(JOB_NAME_LABEL) == objects.name(obj)

@@ -1,8 +1,9 @@
 """What the cache shows about one job: its pods, Services, PodGroup and extra objects, grouped for deciding.
 
 Children are found through the cache's controller-uid index, so only objects this job controls count.
-Pods and Services labelled with a replica index are the template's (one per replica); other owned
-objects of the same resources belong to the framework's `extra_objects`.
+Pods and Services labelled with a replica index are the template's (one per replica), and so is the
+Service named like the job (`ServiceMode.JOB`); other owned objects of the same resources belong to the
+framework's `extra_objects`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from kubetrain.api import RestartPolicy, TrainingJob
 from kubetrain.common.job.facts import Observed, PodFacts
-from kubetrain.common.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL, job_labels
+from kubetrain.common.job.labels import (
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+    is_template_child,
+    job_labels,
+)
 from kubetrain.common.job.ledger import Ledger
 from kubetrain.common.job.policy import ReplicaPlan, is_stuck, plan_replica
 from kubetrain.common.kube import objects
@@ -47,11 +53,11 @@ class JobView:
             rtype = by_lower.get(objects.labels(pod).get(REPLICA_TYPE_LABEL, ""))
             (self.pods[rtype] if rtype is not None else self.orphans).append(facts)
         self.services: dict[str, Obj] = {
-            objects.name(s): s for s in _owned(ctl, SERVICES, uid) if _is_replica(s)
+            objects.name(s): s for s in _owned(ctl, SERVICES, uid) if is_template_child(s)
         }
         self._podgroup = next(iter(_owned(ctl, ctl.gang.resource, uid)), None) if ctl.gang else None
         self.extras: dict[Resource, dict[str, Obj]] = {
-            res: {objects.name(o): o for o in _owned(ctl, res, uid) if not _is_replica(o)}
+            res: {objects.name(o): o for o in _owned(ctl, res, uid) if not _template_child(res, o)}
             for res in ctl.extra_resources
         }
 
@@ -122,3 +128,8 @@ def _owned(ctl: JobController[Any], resource: Resource, uid: str) -> list[Obj]:
 
 def _is_replica(obj: Obj) -> bool:
     return REPLICA_INDEX_LABEL in objects.labels(obj)
+
+
+def _template_child(resource: Resource, obj: Obj) -> bool:
+    # an HPA or ConfigMap may be named like its job: only a Service so named is the template's
+    return is_template_child(obj) if resource == SERVICES else _is_replica(obj)

@@ -6,7 +6,7 @@ the operator overrides or keeps).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kubetrain.api import RestartPolicy, TrainingJob
@@ -15,7 +15,7 @@ from kubetrain.common.job import gang as gangs
 from kubetrain.common.job.children import ChildWriter
 from kubetrain.common.job.labels import job_labels, replica_labels, replica_name
 from kubetrain.common.job.pods import desired_pod
-from kubetrain.common.job.services import desired_service, service_ports
+from kubetrain.common.job.services import ServiceMode, desired_service, job_service, service_ports
 from kubetrain.common.kube.resources import Obj
 
 if TYPE_CHECKING:
@@ -50,22 +50,38 @@ class Renderer(Generic[JobT]):
         )
         if warning:
             self._writer.event(EventType.WARNING, "SetPodTemplateRestartPolicy", warning)
+        if self._ctl.service_mode is ServiceMode.JOB and self._ctl.wants_service(job, rtype):
+            pod["spec"]["hostname"] = pod["metadata"]["name"]  # `{pod}.{job}` under the job's Service
+            pod["spec"]["subdomain"] = job.name
         if self._ctl.gang is not None:
             other = gangs.decorate_pod(self._ctl.gang, pod, job_name=job.name, rtype=rtype)
             if other:
                 self._writer.event(EventType.WARNING, "SetPodTemplateSchedulerName", other)
         return self._ctl.configure_pod(job, rtype, index, pod)
 
-    def service_keys(self) -> dict[str, tuple[str, int]]:
-        """The name of every replica Service the job wants, with its replica type and index.
-
-        Only names: the bodies are rendered (`service`) for the missing ones, a batch at a time."""
+    def services(self) -> dict[str, Callable[[], Obj]]:
+        """The Services the job wants, by name, each with the function that renders its body (called only
+        for the missing ones, a batch at a time): the job's own, or one per replica, by `service_mode`."""
         job, wanted = self._job, {}
-        for rtype in self._ctl.replica_types(job):
-            if self._ctl.wants_service(job, rtype):
-                for index in range(job.replica_specs[rtype].replicas or 0):
-                    wanted[replica_name(job.name, rtype, index)] = (rtype, index)
+        rtypes = [t for t in self._ctl.replica_types(job) if self._ctl.wants_service(job, t)]
+        if self._ctl.service_mode is ServiceMode.JOB:
+            return {job.name: self._job_service} if rtypes else {}
+        for rtype in rtypes:
+            for index in range(job.replica_specs[rtype].replicas or 0):
+                wanted[replica_name(job.name, rtype, index)] = _bind(self.service, rtype, index)
         return wanted
+
+    def services_kept(self) -> set[str]:
+        """The Services of the job that may stay although not wanted: those of its present replicas and
+        the job's own, whatever the mode. So a job that began under the other mode (an operator whose
+        mode changed, a job adopted from Kubeflow's operator) keeps the names its running pods use."""
+        job = self._job
+        kept = {job.name}
+        for rtype in self._ctl.replica_types(job):
+            kept.update(
+                replica_name(job.name, rtype, i) for i in range(job.replica_specs[rtype].replicas or 0)
+            )
+        return kept
 
     def service(self, rtype: str, index: int) -> Obj:
         """The headless Service of replica `rtype`/`index`, named like its pod."""
@@ -79,6 +95,11 @@ class Renderer(Generic[JobT]):
             owner=self._owner,
             ports=ports,
         )
+
+    def _job_service(self) -> Obj:
+        name = self._job.name
+        labels = job_labels(self._operator, name)
+        return job_service(name=name, namespace=self._job.namespace, labels=labels, owner=self._owner)
 
     def podgroup(self, gang: gangs.GangScheduling, raw_job: Mapping[str, Any], existing: Obj | None) -> Obj:
         """The job's PodGroup for `gang`."""
@@ -101,3 +122,7 @@ class Renderer(Generic[JobT]):
 
     def _specs(self) -> list[Any]:
         return [self._job.replica_specs[t] for t in self._ctl.replica_types(self._job)]
+
+
+def _bind(render: Callable[[str, int], Obj], rtype: str, index: int) -> Callable[[], Obj]:
+    return lambda: render(rtype, index)

@@ -1,20 +1,50 @@
-"""The desired headless Service of one replica, pure: stable DNS for `{job}-{rtype}-{index}`.
+"""The headless Services that give a job's pods stable DNS names, pure. Two modes (`ServiceMode`):
 
-As in Kubeflow v1: one Service per replica index, named like the pod, `clusterIP: None`, selecting
-exactly that pod by its job, replica-type and replica-index labels, exposing every named port of the
-main container. Unlike Kubeflow it also publishes not-ready addresses, so that peers resolve each other
-as soon as pods have IPs instead of after readiness (a known source of startup crashes).
+- `job` (the default of the built-in operators): **one** headless Service per job, named like the job,
+  selecting every pod of the job; each pod gets `hostname` = its own name and `subdomain` = the job's name,
+  so replica `{job}-{rtype}-{index}` resolves as `{job}-{rtype}-{index}.{job}` (and
+  `....{job}.{ns}.svc[.<cluster domain>]`). One create per job instead of one per replica: this is how
+  JobSet and the mpi-operator address pods.
+- `replica` (Kubeflow v1's convention): one Service per replica index, named like the pod, selecting
+  exactly that pod by its job, replica-type and replica-index labels, exposing every named port of the
+  main container; replica `{job}-{rtype}-{index}` resolves under that very name.
+
+Both publish not-ready addresses (unlike Kubeflow's per-replica Services), so that peers resolve each
+other as soon as pods have IPs instead of after readiness (a known source of startup crashes).
+`replica_address` is the one place that says how a replica is addressed in each mode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 from kubetrain.common.job.pods import main_container_index
 from kubetrain.common.kube.resources import Obj
 
-__all__ = ["desired_service", "service_ports"]
+__all__ = [
+    "ServiceMode",
+    "desired_service",
+    "job_service",
+    "replica_address",
+    "service_ports",
+]
+
+
+class ServiceMode(StrEnum):
+    """How a job's pods get their DNS names (see the module docstring)."""
+
+    JOB = "job"
+    """One headless Service per job; pods named `{pod}.{job}` through hostname and subdomain."""
+    REPLICA = "replica"
+    """One headless Service per replica, named like its pod (Kubeflow v1)."""
+
+
+def replica_address(job_name: str, replica: str, mode: ServiceMode) -> str:
+    """The DNS name, relative to the job's namespace, by which pod `replica` of job `job_name` is reached:
+    `{replica}` under per-replica Services, `{replica}.{job}` under the job's Service."""
+    return replica if mode is ServiceMode.REPLICA else f"{replica}.{job_name}"
 
 
 def service_ports(pod_spec: Mapping[str, Any], main_container: str | None) -> list[Obj]:
@@ -38,7 +68,15 @@ def service_ports(pod_spec: Mapping[str, Any], main_container: str | None) -> li
 def desired_service(
     *, name: str, namespace: str, labels: Mapping[str, str], owner: Obj, ports: list[Obj]
 ) -> Obj:
-    """The headless Service `name`, selecting the pod labelled `labels`."""
+    """The headless Service `name` of one replica, selecting the pod labelled `labels`."""
+    service = job_service(name=name, namespace=namespace, labels=labels, owner=owner)
+    service["spec"]["ports"] = ports
+    return service
+
+
+def job_service(*, name: str, namespace: str, labels: Mapping[str, str], owner: Obj) -> Obj:
+    """The headless Service `name`, selecting every pod labelled `labels` (for the job's own Service: its
+    name and the job's labels). No ports: it exists for the pods' DNS records, which need none."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -48,10 +86,5 @@ def desired_service(
             "labels": dict(labels),
             "ownerReferences": [owner],
         },
-        "spec": {
-            "clusterIP": "None",
-            "selector": dict(labels),
-            "ports": ports,
-            "publishNotReadyAddresses": True,
-        },
+        "spec": {"clusterIP": "None", "selector": dict(labels), "publishNotReadyAddresses": True},
     }

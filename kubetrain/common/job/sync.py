@@ -123,6 +123,7 @@ class JobSync(Generic[JobT]):
         await self._delete_pods(cleaned)
         if policy is not CleanPodPolicy.NONE:
             kept = {p.name for p in pods if p not in cleaned}
+            kept |= {self.job.name} if kept else set()  # the job's Service names the pods kept
             await self._delete_services(self.view.services_except(kept))
         await self._delete_podgroup()
         return await self._expire(self.view.terminating_recheck(cleaned, self.now))
@@ -183,11 +184,10 @@ class JobSync(Generic[JobT]):
             self._deleted.add(pod.name)
 
     async def _sync_services(self) -> None:
-        wanted = self.render.service_keys()
-        missing = islice((k for n, k in wanted.items() if n not in self.view.services), CREATES_PER_RECONCILE)
-        bodies = (self.render.service(rtype, index) for rtype, index in missing)
-        await self.writer.create_all(SERVICES, bodies, expect="services")
-        for name in self.view.services_except(wanted):
+        wanted = self.render.services()
+        missing = islice((r for n, r in wanted.items() if n not in self.view.services), CREATES_PER_RECONCILE)
+        await self.writer.create_all(SERVICES, (render() for render in missing), expect="services")
+        for name in self.view.services_except(self.render.services_kept()):
             service = self.view.services[name]
             if not objects.is_deleting(service):
                 await self.writer.delete(SERVICES, name, uid=objects.uid(service), expect="services")

@@ -17,7 +17,7 @@ from kubetrain.common.controller import Controller
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.expectations import Expectations
 from kubetrain.common.handlers import for_controller_owner
-from kubetrain.common.job.labels import OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL
+from kubetrain.common.job.labels import OPERATOR_NAME_LABEL, is_template_child
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.informer import Informer
 from kubetrain.common.kube.resources import PODS, SERVICES, Obj, Resource
@@ -47,20 +47,25 @@ class OwnedObjectHandler:
 
     def on_add(self, obj: Obj) -> None:
         for job in self._owner(obj):
-            if self._expect and _is_replica(obj):
+            if self._expect and is_template_child(obj):
                 self._expectations.creation_observed(job, self._expect)
                 if objects.is_deleting(obj):
                     self._deleting(obj)
             self._controller.enqueue(job)
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        if self._expect and objects.is_deleting(new) and not objects.is_deleting(old) and _is_replica(new):
+        if (
+            self._expect
+            and objects.is_deleting(new)
+            and not objects.is_deleting(old)
+            and is_template_child(new)
+        ):
             self._deleting(new)
         for job in {*self._owner(old), *self._owner(new)}:
             self._controller.enqueue(job)
 
     def on_delete(self, obj: Obj) -> None:
-        if self._expect and _is_replica(obj) and objects.uid(obj) not in self._terminating:
+        if self._expect and is_template_child(obj) and objects.uid(obj) not in self._terminating:
             self._deleting(obj)
         self._terminating.discard(objects.uid(obj))
         for job in self._owner(obj):
@@ -131,7 +136,3 @@ def add_job_controller(
     controller = manager.controller(f"{cls.kind.singular}-controller", job_controller, workers=workers)
     watch_job_resources(controller, job_controller, informers)
     return job_controller
-
-
-def _is_replica(obj: Obj) -> bool:
-    return REPLICA_INDEX_LABEL in objects.labels(obj)

@@ -1,10 +1,11 @@
-"""The objects an MPIJob needs beside its pods: one headless Service, the hostfile ConfigMap, the SSH Secret.
+"""The names and objects an MPIJob needs beside its pods: host names, the hostfile ConfigMap, the SSH Secret.
 
 As in the mpi-operator (v2beta1):
-- Service `<job>`: headless, selecting every pod of the job; pods set `hostname` and `subdomain: <job>`,
-  so each is `<hostname>.<job>.<ns>.svc[.<cluster domain>]`. Unlike the mpi-operator (which publishes
-  not-ready addresses only with runLauncherAsWorker), not-ready addresses are always published, so that a
-  name resolves as soon as its pod has an IP (headless-DNS lag is a known cause of launcher crashes).
+- Service `<job>` (the template's job Service, `ServiceMode.JOB`): headless, selecting every pod of the
+  job; pods set `hostname` and `subdomain: <job>`, so each is `<hostname>.<job>.<ns>.svc[.<cluster domain>]`.
+  Unlike the mpi-operator (which publishes not-ready addresses only with runLauncherAsWorker), not-ready
+  addresses are always published, so that a name resolves as soon as its pod has an IP (headless-DNS
+  lag is a known cause of launcher crashes).
 - ConfigMap `<job>-config`: `hostfile` (every worker, and first the launcher when it runs as a worker; the
   format of the MPI implementation, from `kubetrain.runtimes.contract`) and `discover_hosts.sh` (the hosts
   Running right now, for Horovod elastic). Kept current as workers come and go.
@@ -18,8 +19,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import final
 
-from kubetrain.api import MPIJOB, FieldError, MPIJob, MPIReplicaType
-from kubetrain.common.job import Observed, PodPhase, job_labels, replica_name
+from kubetrain.api import FieldError, MPIJob, MPIReplicaType
+from kubetrain.common.job import Observed, PodPhase, replica_name
 from kubetrain.common.job.limits import CONFIGMAP_MAX_BYTES
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.mpi.sshkey import generate_ssh_key
@@ -35,7 +36,6 @@ __all__ = [
     "config_map_fits",
     "config_map_name",
     "secret_name",
-    "service",
     "ssh_secret",
 ]
 
@@ -110,20 +110,6 @@ def implementation(job: MPIJob) -> MPIImplementation:
 def _workers(job: MPIJob) -> int:
     spec = job.replica_specs.get(MPIReplicaType.WORKER)
     return (spec.replicas or 0) if spec is not None else 0
-
-
-def service(job: MPIJob) -> Obj:
-    """The headless Service `<job>` that gives every pod of the job its DNS name."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": job.name},
-        "spec": {
-            "clusterIP": "None",
-            "selector": job_labels(MPIJOB.operator_name, job.name),
-            "publishNotReadyAddresses": True,
-        },
-    }
 
 
 def config_map(job: MPIJob, hosts: JobHosts, observed: Observed) -> Obj:

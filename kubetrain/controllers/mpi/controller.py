@@ -30,8 +30,8 @@ from kubetrain.api import (
     apply_defaults,
     validate,
 )
-from kubetrain.common.job import ExtraObject, Observed, Verdict
-from kubetrain.common.kube.resources import CONFIGMAPS, SECRETS, SERVICES, Obj
+from kubetrain.common.job import ExtraObject, Observed, ServiceMode, Verdict
+from kubetrain.common.kube.resources import CONFIGMAPS, SECRETS, Obj
 from kubetrain.controllers.mpi import cluster
 from kubetrain.controllers.mpi.pods import configure_launcher, configure_worker
 from kubetrain.controllers.mpi.verdict import mpi_verdict, workers_ready
@@ -50,8 +50,10 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
 
     kind = MPIJOB
     framework = "mpi"
-    extra_resources = (SERVICES, CONFIGMAPS)
+    extra_resources = (CONFIGMAPS,)
     """The SSH Secret is not among them: the operator creates it blind and never reads Secrets."""
+    service_modes = (ServiceMode.JOB,)
+    """The job's headless Service `<job>`, as in the mpi-operator, whatever the operator's setting."""
 
     def default(self, job: MPIJob) -> MPIJob:
         given = job.run_policy
@@ -70,9 +72,6 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
 
     def is_master(self, job: MPIJob, rtype: str, index: int) -> bool:
         return False  # v2beta1 labels roles `launcher`/`worker` (configure_pod), not `master`
-
-    def wants_service(self, job: MPIJob, rtype: str) -> bool:
-        return False  # one Service for the whole job: see extra_objects
 
     def configure_pod(self, job: MPIJob, rtype: str, index: int, pod: Obj) -> Obj:
         hosts = cluster.JobHosts(job, self.settings)
@@ -97,10 +96,7 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
 
     def extra_objects(self, job: MPIJob, observed: Observed) -> Sequence[ExtraObject]:
         hosts = cluster.JobHosts(job, self.settings)
-        wanted = [
-            ExtraObject(SERVICES, cluster.service(job), update=False),  # fixed for the job's life
-            ExtraObject(CONFIGMAPS, cluster.config_map(job, hosts, observed)),
-        ]
+        wanted = [ExtraObject(CONFIGMAPS, cluster.config_map(job, hosts, observed))]
         # The key is generated only until the ledger records the Secret as created: it is never read.
         if not observed.was_created(SECRETS, cluster.secret_name(job)):
             wanted.append(ExtraObject(SECRETS, cluster.ssh_secret(job), update=False, blind=True))

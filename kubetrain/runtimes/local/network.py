@@ -7,7 +7,7 @@ them, from one table of (replica, port) -> local port. What is rewritten, wherev
 value or an argument:
 
 - `host:port` where `host` names a replica (`<pod>`, `<pod>.<ns>`, `<pod>.<ns>.svc[.<domain>]`, and the
-  MPI/StatefulSet form `<pod>.<subdomain>.<ns>.svc[.<domain>]`) -> `127.0.0.1:<local port>`;
+  job-Service/StatefulSet form `<pod>.<subdomain>[.<ns>.svc[.<domain>]]`) -> `127.0.0.1:<local port>`;
   this covers TF_CONFIG, PET_RDZV_ENDPOINT and any user variable of that shape;
 - `localhost:port`, `127.0.0.1:port` and `0.0.0.0:port`, when `port` is a declared port of the pod's own
   main container -> the same host with that replica's local port (a process talking to itself);
@@ -44,6 +44,8 @@ class Hosts:
     """Answers "is this a replica's name?"; `ReplicaNames` does it without listing every replica."""
     aliases: Mapping[str, str] = field(default_factory=dict)
     """host name -> replica."""
+    subdomain: str = ""
+    """The pods' subdomain (the job's Service), under which `<pod>.<subdomain>` alone names a replica."""
 
     def replica_of(self, host: str) -> str | None:
         """The replica a DNS name designates, or None (see the module docstring for the forms)."""
@@ -51,7 +53,7 @@ class Hosts:
         replica = first if first in self.replicas else self.aliases.get(first)
         if replica is None:
             return None
-        if self._namespace_suffix(rest):
+        if self._namespace_suffix(rest) or (self.subdomain and rest == self.subdomain):
             return replica
         sub, _, after = rest.partition(".")
         return replica if _LABEL.match(sub) and after and self._namespace_suffix(after) else None

@@ -214,7 +214,8 @@ class LocalRun:
         manager = Manager(api, namespace=self.namespace, http_address=None, shutdown_grace=2.0)
         recorder = _ConsoleRecorder(self._console)
         controller = add_job_controller(manager, self._cls, recorder=recorder, **self._ctl_options)
-        network = Network(Hosts(self.namespace, self._replica_names(controller)), self._ports.allocate)
+        hosts = Hosts(self.namespace, self._replica_names(controller), subdomain=self.name)
+        network = Network(hosts, self._ports.allocate)
         planner = Planner(
             network,
             node,

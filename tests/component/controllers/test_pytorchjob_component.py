@@ -54,7 +54,7 @@ async def test_scaling_an_elastic_job_adds_workers_with_the_same_rendezvous() ->
         assert await c.names(PODS) == ["job-worker-0", "job-worker-1", "job-worker-2"]
         assert (await c.pod("job-worker-0"))["metadata"]["uid"] == kept
         added = await c.env("job-worker-2")
-        assert (added["PET_NNODES"], added["PET_RDZV_ENDPOINT"]) == ("1:4", "job-worker-0:23456")
+        assert (added["PET_NNODES"], added["PET_RDZV_ENDPOINT"]) == ("1:4", "job-worker-0.job:23456")
         status = (await c.job())["status"]["replicaStatuses"]["Worker"]
         assert status["selector"] == (
             "training.kubeflow.org/job-name=job,training.kubeflow.org/operator-name=pytorchjob-controller,"

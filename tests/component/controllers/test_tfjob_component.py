@@ -33,7 +33,7 @@ async def test_worker_0_succeeding_ends_a_chiefless_job_and_cleans_up_running_po
             "TFJob ns/job successfully completed.",
         )
         assert await c.names(PODS) == ["job-worker-0"]
-        assert await c.names(SERVICES) == ["job-worker-0"]
+        assert await c.names(SERVICES) == ["job"], "the job's Service stays while a pod does"
 
 
 async def test_all_workers_policy_waits_for_every_worker() -> None:

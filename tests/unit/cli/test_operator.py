@@ -19,12 +19,14 @@ from kubetrain.cli.operator import build_operator_parser
 from kubetrain.cli.operator_logs import configure_logging
 from kubetrain.cli.operator_options import (
     DEFAULTS,
+    SERVICE_MODES,
     LogFormat,
     OperatorOptions,
     OptionsError,
     options_from_args,
     parse_address,
 )
+from kubetrain.common.job import ServiceMode
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.controllers.registry import (
     CONTROLLERS,
@@ -70,6 +72,16 @@ def test_flag_defaults_match_the_controller_settings_defaults() -> None:
     settings = ControllerSettings()
     assert DEFAULTS.pytorch_init_image == settings.pytorch_init_image
     assert DEFAULTS.pytorch_init_max_tries == settings.pytorch_init_max_tries
+    assert SERVICE_MODES == tuple(ServiceMode) and SERVICE_MODES[0] == settings.service_mode
+
+
+def test_service_mode_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert options().settings.service_mode is ServiceMode.JOB
+    assert options("--service-mode=replica").settings.service_mode is ServiceMode.REPLICA
+    with pytest.raises(SystemExit) as exited:
+        build_operator_parser().parse_args(["--service-mode=pod"])
+    assert exited.value.code == 2
+    assert "--service-mode: invalid choice: 'pod' (choose from 'job', 'replica')" in capsys.readouterr().err
 
 
 def test_help_groups_flags_shows_defaults_and_an_example(capsys: pytest.CaptureFixture[str]) -> None:

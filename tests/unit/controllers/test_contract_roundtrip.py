@@ -58,7 +58,8 @@ def test_tf_config_of_every_example_replica_parses_to_its_cluster_and_task(
     assert config is not None
     assert config.task == TFTask(type=rtype.lower(), index=index)
     assert config.environment == "cloud"
-    assert config.address == f"{tfjob.name}-{rtype.lower()}-{index}.{tfjob.namespace}.svc:2222"
+    pod_name = f"{tfjob.name}-{rtype.lower()}-{index}"
+    assert config.address == f"{pod_name}.{tfjob.name}.{tfjob.namespace}.svc:2222"
     assert {t: len(a) for t, a in config.cluster.items()} == {
         t.lower(): s.replicas for t, s in tfjob.replica_specs.items()
     }
@@ -111,7 +112,7 @@ def test_torch_env_of_every_example_replica_parses_back_to_itself(replica: tuple
     if "Master" in pytorchjob.replica_specs:
         assert parsed.master is not None
         assert (parsed.master.addr, parsed.master.rank) == (
-            f"{pytorchjob.name}-master-0",
+            f"{pytorchjob.name}-master-0.{pytorchjob.name}",
             _rank(rtype, index),
         )
     if pytorchjob.spec.elastic_policy is None:
@@ -126,7 +127,7 @@ def test_a_ddp_worker_process_reads_its_rank_world_size_and_master() -> None:
     ddp = job(PyTorchJobController, {"Master": replicas(1), "Worker": replicas(3)})
     rendered = env(pod(controller(PyTorchJobController), ddp, "Worker", 1))
     assert TorchProcess.from_env(rendered) == TorchProcess(
-        rank=2, world_size=4, master_addr="job-master-0", master_port=23456
+        rank=2, world_size=4, master_addr="job-master-0.job", master_port=23456
     )
 
 
@@ -134,7 +135,9 @@ def test_multi_process_nodes_parse_to_the_process_count() -> None:
     ddp = job(PyTorchJobController, {"Master": replicas(1), "Worker": replicas(1)}, nprocPerNode="4")
     parsed = TorchEnv.parse(env(pod(controller(PyTorchJobController), ddp, "Master", 0)))
     assert parsed == TorchEnv(
-        nproc_per_node="4", nnodes=2, master=MasterEnv(addr="job-master-0", port=23456, world_size=8, rank=0)
+        nproc_per_node="4",
+        nnodes=2,
+        master=MasterEnv(addr="job-master-0.job", port=23456, world_size=8, rank=0),
     )
 
 
@@ -151,7 +154,7 @@ def test_an_elastic_job_parses_to_its_rendezvous() -> None:
     assert parsed == TorchEnv(
         nproc_per_node="auto",
         rendezvous=RendezvousEnv(
-            endpoint="job-worker-0:23456",
+            endpoint="job-worker-0.job:23456",
             min_nodes=1,
             max_nodes=3,
             run_id="run-1",

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 
 from kubetrain.api import RestartPolicy
 from kubetrain.api.mpijob import MPIJob
-from kubetrain.common.job import JobState, Observed, PodFacts, PodPhase, ReplicaCounts
+from kubetrain.common.job import JobState, Observed, PodFacts, PodPhase, ReplicaCounts, ServiceMode
 from kubetrain.common.job.pods import desired_pod
 from kubetrain.common.kube.fake import InMemoryApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS, SECRETS, SERVICES, Obj
@@ -313,20 +313,13 @@ def test_ssh_secret_holds_a_working_key_pair_and_is_generated_only_while_missing
     )
 
 
-def test_one_headless_service_selects_every_pod_of_the_job() -> None:
-    ctl = controller()
-    [extra] = [e for e in ctl.extra_objects(defaulted(), observed()) if e.resource == SERVICES]
-    service = extra.body
-    assert service["metadata"]["name"] == "pi"
-    assert service["spec"] == {
-        "clusterIP": "None",
-        "publishNotReadyAddresses": True,
-        "selector": {
-            "training.kubeflow.org/operator-name": "mpi-operator",
-            "training.kubeflow.org/job-name": "pi",
-        },
-    }
-    assert not any(ctl.wants_service(defaulted(), rtype) for rtype in ("Launcher", "Worker"))
+@pytest.mark.parametrize("mode", list(ServiceMode))
+def test_the_job_has_one_headless_service_whatever_the_operators_setting(mode: ServiceMode) -> None:
+    """The body (named like the job, selecting all its pods) is in every snapshot under `snapshots/mpi/`."""
+    ctl = controller(ControllerSettings(service_mode=mode))
+    assert ctl.service_mode is ServiceMode.JOB
+    assert all(ctl.wants_service(defaulted(), rtype) for rtype in ("Launcher", "Worker"))
+    assert not [e for e in ctl.extra_objects(defaulted(), observed()) if e.resource == SERVICES]
 
 
 # defaults and validation ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.common.job import JobState
+from kubetrain.common.job import JobState, ServiceMode
 from kubetrain.common.kube.resources import HPAS
 from kubetrain.controllers.pytorch import INIT_CONTAINER_NAME, PyTorchJobController
 from kubetrain.controllers.settings import ControllerSettings
@@ -38,8 +38,8 @@ def test_master_and_workers_get_the_static_rendezvous_in_kubeflow_order() -> Non
         ("PYTHONUNBUFFERED", "1"),
         ("MASTER_PORT", "23456"),
         ("PET_MASTER_PORT", "23456"),
-        ("MASTER_ADDR", "job-master-0"),
-        ("PET_MASTER_ADDR", "job-master-0"),
+        ("MASTER_ADDR", "job-master-0.job"),
+        ("PET_MASTER_ADDR", "job-master-0.job"),
         ("WORLD_SIZE", "4"),
         ("RANK", "3"),
         ("PET_NPROC_PER_NODE", "auto"),
@@ -142,7 +142,7 @@ def test_elastic_defaults_rendezvous_on_worker_0() -> None:
     assert got == {
         "PYTHONUNBUFFERED": "1",
         "PET_NPROC_PER_NODE": "auto",
-        "PET_RDZV_ENDPOINT": "job-worker-0:23456",
+        "PET_RDZV_ENDPOINT": "job-worker-0.job:23456",
         "PET_RDZV_BACKEND": "c10d",
         "PET_NNODES": "1:4",
     }
@@ -202,6 +202,16 @@ def test_a_valid_job_has_no_validation_errors() -> None:
     assert list(controller(CTL).validate(job(CTL, DDP))) == []
 
 
+def test_per_replica_services_give_kubeflows_master_and_rendezvous_names() -> None:
+    ctl = controller(CTL, ControllerSettings(service_mode=ServiceMode.REPLICA))
+    master = env(pod(ctl, job(CTL, DDP), "Worker", 0))
+    assert (master["MASTER_ADDR"], master["PET_MASTER_ADDR"]) == ("job-master-0", "job-master-0")
+    elastic = env(
+        pod(ctl, job(CTL, ELASTIC, elasticPolicy={"minReplicas": 1, "maxReplicas": 4}), "Worker", 1)
+    )
+    assert elastic["PET_RDZV_ENDPOINT"] == "job-worker-0:23456"
+
+
 # --- the init container ---------------------------------------------------------------------------------
 def test_workers_wait_for_the_master_name_with_the_configured_image_and_tries() -> None:
     settings = ControllerSettings(pytorch_init_image="registry.local/busybox:1", pytorch_init_max_tries=7)
@@ -215,7 +225,7 @@ def test_workers_wait_for_the_master_name_with_the_configured_image_and_tries() 
     assert first == user_init
     assert (init["name"], init["image"]) == (INIT_CONTAINER_NAME, "registry.local/busybox:1")
     script = init["command"][-1]
-    assert "nslookup job-master-0" in script and "-ge 7" in script
+    assert "nslookup job-master-0.job;" in script and "-ge 7" in script
     assert init["resources"] == {
         "limits": {"cpu": "100m", "memory": "20Mi"},
         "requests": {"cpu": "50m", "memory": "10Mi"},

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.common.job import JobState
+from kubetrain.common.job import JobState, ServiceMode
 from kubetrain.controllers.settings import ControllerSettings
 from kubetrain.controllers.tensorflow import TFJobController
 
@@ -31,7 +31,7 @@ def tf_config(ctl: TFJobController, tfjob: Any, rtype: str, index: int) -> dict[
     return None if value is None else dict(json.loads(value))
 
 
-def addresses(rtype: str, count: int, suffix: str = "ns.svc", port: int = 2222) -> list[str]:
+def addresses(rtype: str, count: int, suffix: str = "job.ns.svc", port: int = 2222) -> list[str]:
     return [f"job-{rtype}-{i}.{suffix}:{port}" for i in range(count)]
 
 
@@ -60,10 +60,20 @@ def test_tf_config_is_compact_json_with_sorted_cluster_keys_like_kubeflow() -> N
     ctl = controller(TFJobController)
     tfjob = job(TFJobController, {"Worker": replicas(2), "PS": replicas(1)})
     assert env(pod(ctl, tfjob, "Worker", 1))["TF_CONFIG"] == (
-        '{"cluster":{"ps":["job-ps-0.ns.svc:2222"],'
-        '"worker":["job-worker-0.ns.svc:2222","job-worker-1.ns.svc:2222"]},'
+        '{"cluster":{"ps":["job-ps-0.job.ns.svc:2222"],'
+        '"worker":["job-worker-0.job.ns.svc:2222","job-worker-1.job.ns.svc:2222"]},'
         '"task":{"type":"worker","index":1},"environment":"cloud"}'
     )
+
+
+def test_per_replica_services_give_kubeflows_addresses() -> None:
+    ctl = controller(TFJobController, ControllerSettings(service_mode=ServiceMode.REPLICA))
+    config = tf_config(ctl, job(TFJobController, {"Worker": replicas(2), "PS": replicas(1)}), "Worker", 1)
+    assert config is not None
+    assert config["cluster"] == {
+        "ps": addresses("ps", 1, suffix="ns.svc"),
+        "worker": addresses("worker", 2, suffix="ns.svc"),
+    }
 
 
 def test_master_is_its_own_cluster_key() -> None:
@@ -78,7 +88,7 @@ def test_a_custom_cluster_domain_ends_every_address() -> None:
     ctl = controller(TFJobController, ControllerSettings(cluster_domain="corp.example"))
     config = tf_config(ctl, job(TFJobController, {"Worker": replicas(2)}), "Worker", 0)
     assert config is not None
-    assert config["cluster"] == {"worker": addresses("worker", 2, suffix="ns.svc.corp.example")}
+    assert config["cluster"] == {"worker": addresses("worker", 2, suffix="job.ns.svc.corp.example")}
 
 
 def test_each_replica_type_uses_its_own_tfjob_port() -> None:
@@ -123,9 +133,9 @@ def test_a_lone_unnamed_container_is_the_tensorflow_container() -> None:
         (
             "Worker",
             1,
-            {"sparseCluster": {"worker": {"1": "job-worker-1.ns.svc:2222"}, "ps": addresses("ps", 2)}},
+            {"sparseCluster": {"worker": {"1": "job-worker-1.job.ns.svc:2222"}, "ps": addresses("ps", 2)}},
         ),
-        ("PS", 1, {"sparseCluster": {"worker": {}, "ps": ["job-ps-1.ns.svc:2222"]}}),
+        ("PS", 1, {"sparseCluster": {"worker": {}, "ps": ["job-ps-1.job.ns.svc:2222"]}}),
         ("Chief", 0, {"sparseCluster": {"worker": {}, "ps": []}}),
     ],
 )

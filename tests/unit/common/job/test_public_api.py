@@ -26,6 +26,7 @@ PUBLIC = [
     "PodFacts",
     "PodPhase",
     "ReplicaCounts",
+    "ServiceMode",
     "Verdict",
     "add_job_controller",
     "default_verdict",

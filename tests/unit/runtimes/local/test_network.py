@@ -42,6 +42,14 @@ def test_other_names_are_left_alone(host: str) -> None:
     assert HOSTS.replica_of(host) is None
 
 
+def test_under_the_jobs_service_the_short_pod_and_subdomain_form_designates_a_replica() -> None:
+    hosts = Hosts("ns", HOSTS.replicas, subdomain="job")
+    assert hosts.replica_of("job-master-0.job") == "job-master-0"  # MASTER_ADDR under ServiceMode.JOB
+    assert hosts.replica_of("job-worker-0.job.ns.svc") == "job-worker-0"
+    assert hosts.replica_of("job-master-0.other") is None
+    assert HOSTS.replica_of("job-master-0.job") is None, "only the pods' own subdomain"
+
+
 def test_a_pods_own_host_name_designates_it_once_declared() -> None:
     net = network()
     assert net.hosts.replica_of("job-launcher-x.job.ns.svc") is None
