@@ -72,7 +72,7 @@ def test_flag_defaults_match_the_controller_settings_defaults() -> None:
     settings = ControllerSettings()
     assert DEFAULTS.pytorch_init_image == settings.pytorch_init_image
     assert DEFAULTS.pytorch_init_max_tries == settings.pytorch_init_max_tries
-    assert SERVICE_MODES == tuple(ServiceMode) and SERVICE_MODES[0] == settings.service_mode
+    assert tuple(ServiceMode) == SERVICE_MODES and SERVICE_MODES[0] == settings.service_mode
 
 
 def test_service_mode_flag(capsys: pytest.CaptureFixture[str]) -> None:
