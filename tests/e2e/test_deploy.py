@@ -147,15 +147,14 @@ def test_deleting_a_job_removes_its_pods_and_services(
     pods = replica_pods(job)
     wait_until("the job's pods", lambda: set(pods) <= set(phases(control_plane, namespace)), timeout=120,
                processes=[operator.process])  # fmt: skip
-    assert set(pods) <= set(_names(control_plane, "services", namespace)), "one Service per replica"
+    name = job["metadata"]["name"]
+    assert name in _names(control_plane, "services", namespace), "the job's headless Service"
 
-    control_plane.kubectl(
-        "delete", "pytorchjob", job["metadata"]["name"], "--wait=false", namespace=namespace
-    )
+    control_plane.kubectl("delete", "pytorchjob", name, "--wait=false", namespace=namespace)
     wait_until(
         "the pods and Services garbage-collected",
         lambda: (
-            not set(pods)
+            not {*pods, name}
             & (set(phases(control_plane, namespace)) | _names(control_plane, "services", namespace))
         ),
         timeout=120,

@@ -64,7 +64,7 @@ async def test_ddp_example_gets_ranks_waits_for_the_master_and_succeeds_with_it(
         master = torch_env(pods[name]).master
         assert master is not None
         assert (master.addr, master.port, master.world_size, master.rank) == (
-            "pytorch-ddp-master-0",
+            "pytorch-ddp-master-0.pytorch-ddp",
             23456,
             4,
             rank,
@@ -94,7 +94,7 @@ async def test_elastic_example_with_metrics_scales_and_drops_its_hpa_while_suspe
     )
     added = torch_env((await operator.pods(namespace))["pytorch-elastic-worker-2"]).rendezvous
     assert added is not None and (added.endpoint, added.min_nodes, added.max_nodes) == (
-        "pytorch-elastic-worker-0:23456",
+        "pytorch-elastic-worker-0.pytorch-elastic:23456",
         2,
         4,
     )

@@ -55,9 +55,10 @@ async def test_ps_workers_example_runs_and_succeeds_when_worker_0_does(
         assert config is not None
         rtype, index = name.rsplit("-", 2)[1:]
         assert config.task == TFTask(type=rtype, index=int(index))
-        assert config.address == f"{name}.{namespace}.svc:2222"
+        assert config.address == f"{name}.tf-ps-workers.{namespace}.svc:2222"
+        assert (pods[name]["spec"]["hostname"], pods[name]["spec"]["subdomain"]) == (name, "tf-ps-workers")
     services = (await operator.api.list(SERVICES, namespace)).items
-    assert sorted(s["metadata"]["name"] for s in services) == sorted(names)
+    assert [s["metadata"]["name"] for s in services] == ["tf-ps-workers"], "one headless Service per job"
     assert await operator.reason(namespace, "tf-ps-workers", "Running") == "TFJobRunning"
 
     control_plane.finish_pod(namespace, "tf-ps-workers-worker-0", Outcome.SUCCEEDED)
