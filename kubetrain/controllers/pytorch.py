@@ -65,7 +65,7 @@ class PyTorchJobController(ConfiguredJobController[PyTorchJob]):
     extra_resources = (HPAS,)
 
     def configure_pod(self, job: PyTorchJob, rtype: str, index: int, pod: Obj) -> Obj:
-        env = torch_env(job, rtype, index, self.service_mode).render()
+        env = torch_env(job, rtype, index, self.service_mode_of(job)).render()
         spec = pod["spec"]
         for container in spec.get("containers") or ():
             set_env(container, env)
@@ -98,7 +98,7 @@ class PyTorchJobController(ConfiguredJobController[PyTorchJob]):
         errors = list(super().validate(job))
         if errors or not job.replica_specs:
             return errors
-        error = _env_error(job, self.replica_types(job)[0], self.service_mode)
+        error = _env_error(job, self.replica_types(job)[0], self.service_mode_of(job))
         return [] if error is None else [error]
 
     def is_master(self, job: PyTorchJob, rtype: str, index: int) -> bool:

@@ -39,7 +39,7 @@ from kubetrain.common.job.gang import GangScheduling
 from kubetrain.common.job.labels import replica_name
 from kubetrain.common.job.limits import oversized
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT
-from kubetrain.common.job.services import ServiceMode, replica_address
+from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION, ServiceMode, replica_address
 from kubetrain.common.job.sync import JobSync, reject
 from kubetrain.common.job.verdict import Verdict, default_verdict
 from kubetrain.common.kube import objects
@@ -118,10 +118,16 @@ class JobController(Generic[JobT]):
     def resources(self) -> tuple[Resource, ...]:
         return self.resources_for(self.gang)
 
+    def service_mode_of(self, job: JobT) -> ServiceMode:
+        """The job's `kubetrain.io/service-mode` when it names one of the kind's modes, else `service_mode`.
+        (The template sets it, in memory, to the mode the job's existing Services show.)"""
+        chosen = (job.metadata.annotations or {}).get(SERVICE_MODE_ANNOTATION)
+        return ServiceMode(chosen) if chosen in self.service_modes else self.service_mode
+
     def replica_address(self, job: JobT, rtype: str, index: int) -> str:
         """The DNS name, relative to the job's namespace, by which replica `rtype`/`index` is reached
-        (`{pod}` or `{pod}.{job}`, by `service_mode`): what env such as TF_CONFIG or MASTER_ADDR names."""
-        return replica_address(job.name, replica_name(job.name, rtype, index), self.service_mode)
+        (`{pod}` or `{pod}.{job}`, by `service_mode_of`): what env such as TF_CONFIG or MASTER_ADDR names."""
+        return replica_address(job.name, replica_name(job.name, rtype, index), self.service_mode_of(job))
 
     def replica_types(self, job: JobT) -> list[str]:
         """The job's replica types in the kind's order (creation and status order)."""
@@ -200,7 +206,7 @@ class JobController(Generic[JobT]):
             return Result(requeue_after=CONFLICT_RETRY)
 
     async def _sync(self, request: Request, sync: JobSync[JobT]) -> Result:
-        errors = oversized(self.kind, sync.job) or self.validate(sync.job)
+        errors = oversized(self.kind, sync.job) or self._mode_errors(sync.job) or self.validate(sync.job)
         if errors:
             return await sync.invalid(errors)
         if sync.finished:
@@ -210,6 +216,19 @@ class JobController(Generic[JobT]):
         if not self.expectations.satisfied(request):
             return Result(requeue_after=DEFAULT_EXPECTATIONS_TTL)  # our own writes will enqueue us sooner
         return await sync.run()
+
+    def _mode_errors(self, job: JobT) -> list[FieldError]:
+        chosen = (job.metadata.annotations or {}).get(SERVICE_MODE_ANNOTATION)
+        if chosen is None or chosen in self.service_modes:
+            return []
+        modes = " or ".join(f"'{m}'" for m in self.service_modes)
+        return [
+            FieldError(
+                f"metadata.annotations[{SERVICE_MODE_ANNOTATION}]",
+                f"is {chosen!r}, not a service mode of {self.kind.kind}",
+                f"write {modes}, or remove the annotation to use the operator's --service-mode",
+            )
+        ]
 
     def _manages(self, raw: Obj) -> bool:
         """False for a job that names another controller in `runPolicy.managedBy` (e.g. Kueue MultiKueue)."""

@@ -50,7 +50,7 @@ class Renderer(Generic[JobT]):
         )
         if warning:
             self._writer.event(EventType.WARNING, "SetPodTemplateRestartPolicy", warning)
-        if self._ctl.service_mode is ServiceMode.JOB and self._ctl.wants_service(job, rtype):
+        if self._ctl.service_mode_of(job) is ServiceMode.JOB and self._ctl.wants_service(job, rtype):
             pod["spec"]["hostname"] = pod["metadata"]["name"]  # `{pod}.{job}` under the job's Service
             pod["spec"]["subdomain"] = job.name
         if self._ctl.gang is not None:
@@ -61,10 +61,10 @@ class Renderer(Generic[JobT]):
 
     def services(self) -> dict[str, Callable[[], Obj]]:
         """The Services the job wants, by name, each with the function that renders its body (called only
-        for the missing ones, a batch at a time): the job's own, or one per replica, by `service_mode`."""
+        for the missing ones, a batch at a time): the job's own, or one per replica, by `service_mode_of`."""
         job, wanted = self._job, {}
         rtypes = [t for t in self._ctl.replica_types(job) if self._ctl.wants_service(job, t)]
-        if self._ctl.service_mode is ServiceMode.JOB:
+        if self._ctl.service_mode_of(job) is ServiceMode.JOB:
             return {job.name: self._job_service} if rtypes else {}
         for rtype in rtypes:
             for index in range(job.replica_specs[rtype].replicas or 0):

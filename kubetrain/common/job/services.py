@@ -12,11 +12,16 @@
 Both publish not-ready addresses (unlike Kubeflow's per-replica Services), so that peers resolve each
 other as soon as pods have IPs instead of after readiness (a known source of startup crashes).
 `replica_address` is the one place that says how a replica is addressed in each mode.
+
+The mode is the controller's (the operator's `--service-mode`), unless the job's annotation
+`kubetrain.io/service-mode` names another, and a job keeps the mode its existing Services show
+(`service_mode_in_use`): its running pods' env names its peers that way, so a job adopted from Kubeflow's
+operator, or begun before the operator's setting changed, carries on as it began.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -24,10 +29,12 @@ from kubetrain.common.job.pods import main_container_index
 from kubetrain.common.kube.resources import Obj
 
 __all__ = [
+    "SERVICE_MODE_ANNOTATION",
     "ServiceMode",
     "desired_service",
     "job_service",
     "replica_address",
+    "service_mode_in_use",
     "service_ports",
 ]
 
@@ -39,6 +46,18 @@ class ServiceMode(StrEnum):
     """One headless Service per job; pods named `{pod}.{job}` through hostname and subdomain."""
     REPLICA = "replica"
     """One headless Service per replica, named like its pod (Kubeflow v1)."""
+
+
+SERVICE_MODE_ANNOTATION = "kubetrain.io/service-mode"
+"""A job's own choice of `ServiceMode` (`job` or `replica`), over the operator's."""
+
+
+def service_mode_in_use(job_name: str, services: Collection[str]) -> ServiceMode | None:
+    """The mode the job's existing template Services show: its own Service, JOB; only replicas', REPLICA;
+    none, None (a new or suspended job: every pod is created afresh)."""
+    if job_name in services:
+        return ServiceMode.JOB
+    return ServiceMode.REPLICA if services else None
 
 
 def replica_address(job_name: str, replica: str, mode: ServiceMode) -> str:

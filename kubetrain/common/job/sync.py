@@ -34,6 +34,7 @@ from kubetrain.common.job.policy import (
 )
 from kubetrain.common.job.render import Renderer
 from kubetrain.common.job.report import Reporter
+from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION, service_mode_in_use
 from kubetrain.common.job.status import StatusBuilder, is_finished, is_succeeded
 from kubetrain.common.job.verdict import JobState, Verdict
 from kubetrain.common.kube import objects
@@ -61,6 +62,7 @@ class JobSync(Generic[JobT]):
         self.writer = ChildWriter(api=ctl.api, recorder=ctl.recorder, expectations=ctl.expectations, job=raw)
         self.builder = _builder(ctl, raw, job.status, self.now)
         self.view = JobView.of(ctl, raw, job)
+        self.job = job = _keep_service_mode(ctl, job, self.view.service_names())
         self.render = Renderer(ctl, job, owner, self.writer)
         self.report = Reporter(ctl, raw, job.status)
         self.ledger = Ledger.read(objects.annotations(raw))
@@ -325,3 +327,12 @@ def _parse_status(raw: Obj) -> JobStatus | None:
 
 def _earliest(delays: Sequence[float | None]) -> float | None:
     return min((d for d in delays if d is not None), default=None)
+
+
+def _keep_service_mode(ctl: JobController[JobT], job: JobT, services: set[str]) -> JobT:
+    """`job`, its service-mode annotation set (in memory only) to the mode its existing Services show."""
+    in_use = service_mode_in_use(job.name, services)
+    if in_use is None or in_use not in ctl.service_modes or ctl.service_mode_of(job) is in_use:
+        return job
+    annotations = {**(job.metadata.annotations or {}), SERVICE_MODE_ANNOTATION: in_use.value}
+    return job.model_copy(update={"metadata": job.metadata.model_copy(update={"annotations": annotations})})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kubetrain.api import CleanPodPolicy, RunPolicy
 from kubetrain.common.job import ServiceMode
+from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION
 
 from .harness import TOY, Cluster
 from .toyjob import toy_job
@@ -39,23 +40,48 @@ async def test_one_service_per_job_and_every_pod_under_it(cluster: Cluster) -> N
     )
 
 
-async def test_a_job_begun_under_per_replica_services_keeps_them_under_the_job_mode(cluster: Cluster) -> None:
+async def test_a_job_keeps_the_mode_it_began_with_when_the_operators_changes(cluster: Cluster) -> None:
+    """Its running pods name their peers one way: a job begun under per-replica Services (or adopted from
+    Kubeflow's operator) carries on under them, and the other way round."""
     await cluster.submit(toy_job(workers=2))
     await cluster.run_all()
     before = await cluster.services()
     assert sorted(before) == ["toy-leader-0", "toy-worker-0", "toy-worker-1"]
     await cluster.restart_operator(service_mode=ServiceMode.JOB)
+    await cluster.api.patch(TOY, "ns", "toy", {"spec": {"toyReplicaSpecs": {"Worker": {"replicas": 3}}}})
     await cluster.step()
     after = await cluster.services()
-    assert sorted(after) == ["toy", "toy-leader-0", "toy-worker-0", "toy-worker-1"], (
-        "running pods still use their per-replica names; new ones get the job's"
-    )
+    assert sorted(after) == ["toy-leader-0", "toy-worker-0", "toy-worker-1", "toy-worker-2"]
     assert all(after[n]["metadata"]["uid"] == before[n]["metadata"]["uid"] for n in before)
+    added = (await cluster.pods())["toy-worker-2"]
+    assert "subdomain" not in added["spec"], "a replica added later is addressed like its peers"
     await cluster.api.patch(TOY, "ns", "toy", {"spec": {"toyReplicaSpecs": {"Worker": {"replicas": 1}}}})
     await cluster.step()
-    assert sorted(await cluster.services()) == ["toy", "toy-leader-0", "toy-worker-0"], (
-        "a replica scaled away loses its Service"
-    )
+    assert sorted(await cluster.services()) == ["toy-leader-0", "toy-worker-0"], "scaled-away replicas"
+
+    await cluster.submit(toy_job("new", workers=1))
+    assert "new" in await cluster.services(), "a new job gets the operator's mode"
+    await cluster.restart_operator()
+    await cluster.api.patch(TOY, "ns", "new", {"spec": {"toyReplicaSpecs": {"Worker": {"replicas": 2}}}})
+    await cluster.step()
+    services = await cluster.services()
+    assert "new-worker-1" not in services and "new" in services
+    assert (await cluster.pods())["new-worker-1"]["spec"]["subdomain"] == "new"
+
+
+async def test_a_job_may_choose_its_mode_by_annotation(cluster: Cluster) -> None:
+    body = toy_job(workers=1)
+    body["metadata"]["annotations"] = {SERVICE_MODE_ANNOTATION: "job"}
+    await cluster.submit(body)
+    assert list(await cluster.services()) == ["toy"]
+    bad = toy_job("bad", workers=1)
+    bad["metadata"]["annotations"] = {SERVICE_MODE_ANNOTATION: "pod"}
+    await cluster.submit(bad)
+    failed = await cluster.condition("Failed", name="bad")
+    assert failed is not None and failed["reason"] == "ToyJobFailedValidation"
+    assert "metadata.annotations[kubetrain.io/service-mode]: is 'pod'" in failed["message"]
+    assert "write 'replica' or 'job'" in failed["message"]
+    assert not [p for p in await cluster.pods() if p.startswith("bad-")], "nothing half-created"
 
 
 async def test_the_job_service_follows_suspend_and_cleanup(cluster: Cluster) -> None:
