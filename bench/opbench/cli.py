@@ -40,9 +40,10 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 REPO = BENCH_DIR.parent
 OPERATOR_CMD = (
     "{python} -m kubetrain.cli operator --kubeconfig {kubeconfig} --no-leader-elect "
-    "--health-probe-bind-address 127.0.0.1:{port} --metrics-bind-address 0 --log-format text "
-    "--log-level warning"
+    "--health-probe-bind-address 127.0.0.1:{port} --metrics-bind-address 127.0.0.1:{port2} "
+    "--log-format text --log-level warning"
 )
+OPERATOR_METRICS = "http://127.0.0.1:{port2}/metrics"
 OPERATOR_READY = "url:http://127.0.0.1:{port}/readyz"
 FLOOR_CMD = (
     "{python} -m opbench.floor --kubeconfig {kubeconfig} --namespace {namespace} --kind {kind} "
@@ -84,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     subject.add_argument(
         "--operator-ready", default=OPERATOR_READY, metavar="HOW", help="url:URL, log:REGEX or after:SECONDS"
+    )
+    subject.add_argument(
+        "--operator-metrics",
+        default=OPERATOR_METRICS,
+        metavar="URL",
+        help="its /metrics (a template), read at the end of each run for the reconcile-time histogram "
+        "(controller_runtime_reconcile_time_seconds); 'none' to skip",
     )
     floor = parser.add_argument_group(
         "the floor (bare client) and the peers", "both get kubetrain's default client limits and workers"
@@ -128,7 +136,11 @@ def _commands(args: argparse.Namespace) -> dict[Mode, Command]:
     floor = f"{FLOOR_CMD} --workers {args.floor_workers} --qps {args.floor_qps:g} --burst {args.floor_burst}"
     pythonpath = os.pathsep.join(p for p in (str(BENCH_DIR), os.environ.get("PYTHONPATH", "")) if p)
     return {
-        Mode.OPERATOR: Command(args.operator_cmd, Readiness.parse(args.operator_ready)),
+        Mode.OPERATOR: Command(
+            args.operator_cmd,
+            Readiness.parse(args.operator_ready),
+            metrics=None if args.operator_metrics == "none" else args.operator_metrics,
+        ),
         Mode.FLOOR: Command(floor, Readiness.parse("log:^ready$"), {"PYTHONPATH": pythonpath}),
     }
 

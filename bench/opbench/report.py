@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from opbench.histogram import FAMILY, ReconcileTimes
+
 __all__ = ["Mode", "Row", "floor_ratio", "peer_ratios", "render_json", "render_markdown"]
 
 NA = "n/a"
@@ -55,6 +57,8 @@ class Row:
     peak_rss_mib: float | None = None
     peer: str | None = None
     """The peer's name (peer mode)."""
+    reconciles: ReconcileTimes | None = None
+    """The operator's own reconcile-time histogram at the end of the run, when its /metrics was read."""
 
     @property
     def label(self) -> str:
@@ -172,11 +176,21 @@ def render_markdown(rows: Sequence[Row], *, title: str, notes: Sequence[str] = (
             lines.append(_line([str(row.jobs), str(row.replicas), str(row.peer), *cells]))
     if notes:
         lines += ["", *(f"- {note}" for note in notes)]
+    timed = [row for row in rows if row.reconciles is not None and row.reconciles.count]
+    if timed:
+        lines += ["", f"Reconcile times, from the process's own `{FAMILY}` (bucket bounds):", ""]
+        lines += [f"- {row.label} N={row.jobs}: {_times_line(row)}" for row in timed]
     calls = [row for row in rows if row.requests_by_call]
     if calls:
         lines += ["", "Requests by call (most frequent first):", ""]
         lines += [f"- {row.label} N={row.jobs}: {_calls_line(row)}" for row in calls]
     return "\n".join(lines) + "\n"
+
+
+def _times_line(row: Row) -> str:
+    times = row.reconciles
+    assert times is not None
+    return f"{times.count} reconciles, p50 <= {_num(times.p50, 3)} s, p99 <= {_num(times.p99, 3)} s"
 
 
 def _calls_line(row: Row) -> str:

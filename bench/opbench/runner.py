@@ -32,6 +32,7 @@ from kubetrain.common.kube.resources import PODS, Obj, Resource
 from kubetrain.testing.process import free_port
 from opbench.audit import read_requests
 from opbench.cluster import create_namespace, delete_namespace, follow, submit
+from opbench.histogram import ReconcileTimes, scrape_reconcile_times
 from opbench.identity import Identity, create_identity, delete_identity
 from opbench.procstat import TreeSampler
 from opbench.progress import Progress
@@ -60,6 +61,8 @@ class Command:
     env: Mapping[str, str] = field(default_factory=dict)
     unset: frozenset[str] = frozenset()
     prepare: Prepare | None = None
+    metrics: str | None = None
+    """URL template of its /metrics, read at the end of the run for the reconcile-time histogram."""
 
     def environment(self, base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
         """`base` (the harness's environment) without `unset`, with `env` and `extra` over it."""
@@ -106,6 +109,7 @@ class _Window:
     cpu_start: float | None = None
     cpu_end: float | None = None
     outcome: str = "not started"
+    reconciles: ReconcileTimes | None = None
 
 
 async def run_one(api: ApiClient, settings: Settings, mode: Mode, jobs: int, peer: str | None = None) -> Row:
@@ -195,6 +199,8 @@ async def _measure_process(
             else:
                 subject.go()
             window.outcome = await _until_done(progress, subject, watchers, t0 + settings.timeout)
+            if command.metrics and subject.exit_code() is None:
+                window.reconciles = await _reconcile_times(command.metrics.format_map(values))
             last = sampler.sample() if subject.exit_code() is None else sampler.last
             window.cpu_end = last.cpu_seconds if last else None
     finally:
@@ -302,4 +308,13 @@ def _row(
         cpu_seconds=cpu,
         cpu_total_seconds=window.cpu_end,
         peak_rss_mib=sampler.peak_rss_kib / 1024 if sampler and sampler.peak_rss_kib else None,
+        reconciles=window.reconciles,
     )
+
+
+async def _reconcile_times(url: str) -> ReconcileTimes | None:
+    try:
+        return await asyncio.to_thread(scrape_reconcile_times, url)
+    except (OSError, ValueError) as err:
+        log.warning("cannot read the reconcile histogram at %s: %s", url, err)
+        return None

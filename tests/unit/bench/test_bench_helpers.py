@@ -13,15 +13,18 @@ import pytest
 import yaml
 from opbench import cli
 from opbench.audit import audit_policy, count_requests, read_requests
+from opbench.histogram import ReconcileTimes, parse_reconcile_times
 from opbench.identity import token_kubeconfig
 from opbench.procstat import parse_stat, parse_status_kib, sample_tree
 from opbench.progress import Progress
 from opbench.report import Mode, Row, floor_ratio, render_json, render_markdown
 from opbench.subject import Readiness, expand
 from opbench.workload import Workload, kind_by_name
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kubetrain.api import KINDS, PYTORCHJOB
 from kubetrain.api.load import load_valid_jobs
+from kubetrain.common.metrics import Metrics
 from kubetrain.testing.kwok import ANNOTATION_OUTCOME, ANNOTATION_RUN_FOR
 
 
@@ -322,3 +325,18 @@ def test_kubeconfig_for_the_identity_keeps_the_cluster_and_uses_the_token(tmp_pa
     assert config["users"] == [{"name": "op", "user": {"token": "s3cret"}}]
     with pytest.raises(ValueError, match="current-context"):
         token_kubeconfig({**admin, "current-context": ""}, tmp_path, user="op", token="t")
+
+
+def test_reconcile_quantiles_come_from_the_operators_own_histogram_summed_over_controllers() -> None:
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    for name in ("pytorchjob-controller", "tfjob-controller"):
+        metrics.controller(name)
+    times = [0.004] * 60 + [0.02] * 38 + [0.3, 2.0]  # 100 reconciles
+    for i, seconds in enumerate(times):
+        metrics.reconcile_time.labels(("pytorchjob-controller", "tfjob-controller")[i % 2]).observe(seconds)
+    got = parse_reconcile_times(generate_latest(registry).decode())
+    assert got == ReconcileTimes(count=100, p50=0.005, p99=0.3)
+    assert parse_reconcile_times("") == ReconcileTimes(count=0, p50=None, p99=None)
+    text = render_markdown([row(Mode.OPERATOR, 10, 1.0, reconciles=got)], title="t")
+    assert "- operator N=10: 100 reconciles, p50 <= 0.005 s, p99 <= 0.300 s" in text
