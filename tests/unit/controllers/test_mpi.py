@@ -8,6 +8,8 @@ the controller renders is what `kubetrain.runtimes` reads back inside the pods.
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -465,3 +467,16 @@ def test_a_hostfile_beyond_a_configmaps_mebibyte_fails_the_job_saying_why() -> N
     assert error.path == "spec.mpiReplicaSpecs.Worker.replicas"
     assert "more than the 1048576 bytes (1 MiB) a ConfigMap may hold" in error.message
     assert "raise slotsPerWorker" in error.fix
+
+
+def test_cryptography_is_loaded_only_for_the_first_key() -> None:
+    """7.5 MiB an idle operator does not pay (bench/operator_at_rest.py)."""
+    probe = (
+        "import sys, kubetrain.cli.operator_app, kubetrain.controllers.mpi, kubetrain.controllers.registry\n"
+        "before = 'cryptography' in sys.modules\n"
+        "from kubetrain.controllers.mpi.sshkey import generate_ssh_key\n"
+        "generate_ssh_key()\n"
+        "print(before, 'cryptography' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
