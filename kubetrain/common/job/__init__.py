@@ -5,6 +5,7 @@ see `controller.JobController`. Everything else here is what those hooks receive
 pure building blocks (names and labels, policies, conditions, PodGroups) for tests and tools.
 """
 
+from kubetrain.common.job.contract import JobContract
 from kubetrain.common.job.controller import JobController, JobT
 from kubetrain.common.job.extras import ExtraObject
 from kubetrain.common.job.facts import Observed, PodFacts, PodPhase, ReplicaCounts
@@ -39,6 +40,7 @@ __all__ = [
     "VOLCANO",
     "ExtraObject",
     "GangScheduling",
+    "JobContract",
     "JobController",
     "JobState",
     "JobT",

@@ -28,7 +28,7 @@ from kubetrain.common.kube.resources import PODS, SERVICES, Obj, Resource
 from kubetrain.common.kube.store import INDEX_CONTROLLER_UID
 
 if TYPE_CHECKING:
-    from kubetrain.common.job.controller import JobController
+    from kubetrain.common.job.contract import JobContract
 
 __all__ = ["JobView"]
 
@@ -36,7 +36,7 @@ __all__ = ["JobView"]
 class JobView:
     """A snapshot of one job's children, taken from the cache at the start of a reconcile."""
 
-    def __init__(self, ctl: JobController[Any], job: TrainingJob[Any], uid: str) -> None:
+    def __init__(self, ctl: JobContract[Any], job: TrainingJob[Any], uid: str) -> None:
         self._ctl = ctl
         self._job = job
         self._timeout = ctl.terminating_timeout
@@ -62,7 +62,7 @@ class JobView:
         }
 
     @classmethod
-    def of(cls, ctl: JobController[Any], raw: Obj, job: TrainingJob[Any]) -> JobView:
+    def of(cls, ctl: JobContract[Any], raw: Obj, job: TrainingJob[Any]) -> JobView:
         return cls(ctl, job, objects.uid(raw))
 
     def plans(self, ledger: Ledger, now: datetime) -> dict[str, ReplicaPlan]:
@@ -122,7 +122,7 @@ class JobView:
         return max(min(waits), 0.0) if waits else None
 
 
-def _owned(ctl: JobController[Any], resource: Resource, uid: str) -> list[Obj]:
+def _owned(ctl: JobContract[Any], resource: Resource, uid: str) -> list[Obj]:
     return ctl.cache[resource].by_index(INDEX_CONTROLLER_UID, uid)
 
 

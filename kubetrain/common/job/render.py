@@ -19,7 +19,7 @@ from kubetrain.common.job.services import ServiceMode, desired_service, job_serv
 from kubetrain.common.kube.resources import Obj
 
 if TYPE_CHECKING:
-    from kubetrain.common.job.controller import JobController
+    from kubetrain.common.job.contract import JobContract
 
 __all__ = ["Renderer"]
 
@@ -29,7 +29,7 @@ JobT = TypeVar("JobT", bound=TrainingJob[Any])
 class Renderer(Generic[JobT]):
     """Builds the desired children of `job`, owned by `owner` (an ownerReference to the job)."""
 
-    def __init__(self, ctl: JobController[JobT], job: JobT, owner: Obj, writer: ChildWriter) -> None:
+    def __init__(self, ctl: JobContract[JobT], job: JobT, owner: Obj, writer: ChildWriter) -> None:
         self._ctl = ctl
         self._job = job
         self._owner = owner

@@ -25,7 +25,7 @@ from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
 
 if TYPE_CHECKING:
-    from kubetrain.common.job.controller import JobController
+    from kubetrain.common.job.contract import JobContract
 
 __all__ = ["Reporter"]
 
@@ -35,7 +35,7 @@ _WARNINGS = {JobConditionType.RESTARTING, JobConditionType.FAILED}
 class Reporter:
     """The job-object writer of one reconcile."""
 
-    def __init__(self, ctl: JobController[Any], raw: Obj, status: JobStatus | None) -> None:
+    def __init__(self, ctl: JobContract[Any], raw: Obj, status: JobStatus | None) -> None:
         self._ctl = ctl
         self._raw = raw
         self._namespace = objects.namespace(raw)

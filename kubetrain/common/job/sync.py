@@ -42,7 +42,7 @@ from kubetrain.common.kube.resources import PODS, SERVICES, Obj
 from kubetrain.common.reconcile import Result
 
 if TYPE_CHECKING:
-    from kubetrain.common.job.controller import JobController
+    from kubetrain.common.job.contract import JobContract
 
 __all__ = ["JobSync", "reject"]
 
@@ -53,7 +53,7 @@ Plans = dict[str, ReplicaPlan]
 class JobSync(Generic[JobT]):
     """The state of one reconcile of one job; see the module docstring."""
 
-    def __init__(self, ctl: JobController[JobT], raw: Obj, job: JobT) -> None:
+    def __init__(self, ctl: JobContract[JobT], raw: Obj, job: JobT) -> None:
         self.ctl = ctl
         self.job = job
         self.raw = raw
@@ -298,7 +298,7 @@ class JobSync(Generic[JobT]):
             self.ledger = ledger
 
 
-async def reject(ctl: JobController[Any], raw: Obj, message: str) -> Result:
+async def reject(ctl: JobContract[Any], raw: Obj, message: str) -> Result:
     """A job the model cannot parse: Failed with `<Kind>FailedValidation`, not retried."""
     status = _parse_status(raw)
     builder = _builder(ctl, raw, status, ctl.clock.now())
@@ -307,7 +307,7 @@ async def reject(ctl: JobController[Any], raw: Obj, message: str) -> Result:
     return Result()
 
 
-def _builder(ctl: JobController[Any], raw: Obj, status: JobStatus | None, now: datetime) -> StatusBuilder:
+def _builder(ctl: JobContract[Any], raw: Obj, status: JobStatus | None, now: datetime) -> StatusBuilder:
     # Timestamps are written with whole seconds, as Kubernetes does; sub-second noise would churn status.
     return StatusBuilder(
         kind=ctl.kind.kind,
@@ -329,7 +329,7 @@ def _earliest(delays: Sequence[float | None]) -> float | None:
     return min((d for d in delays if d is not None), default=None)
 
 
-def _keep_service_mode(ctl: JobController[JobT], job: JobT, services: set[str]) -> JobT:
+def _keep_service_mode(ctl: JobContract[JobT], job: JobT, services: set[str]) -> JobT:
     """`job`, its service-mode annotation set (in memory only) to the mode its existing Services show."""
     in_use = service_mode_in_use(job.name, services)
     if in_use is None or in_use not in ctl.service_modes or ctl.service_mode_of(job) is in_use:

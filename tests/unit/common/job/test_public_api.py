@@ -19,6 +19,7 @@ PUBLIC = [
     "VOLCANO",
     "ExtraObject",
     "GangScheduling",
+    "JobContract",
     "JobController",
     "JobState",
     "JobT",
@@ -67,3 +68,9 @@ def test_hook_signatures() -> None:
 
 def test_reconcile_is_final() -> None:
     assert getattr(JobController.reconcile, "__final__", False)
+
+
+def test_every_hook_is_in_the_contract_with_the_same_signature() -> None:
+    """JobContract is what a kind implements: it lists each hook exactly as JobController defines it."""
+    for name, signature in HOOKS.items():
+        assert str(inspect.signature(getattr(job.JobContract, name))) == signature, name
