@@ -2,9 +2,9 @@
 
 The public surface, by module:
 
-- models: `TFJob`, `PyTorchJob`, `JAXJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1), their specs, the shared
-  `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`, `JobCondition`, the pod
-  template types and the enumerations. Every model dumps its wire form with `to_wire()`.
+- models: `TFJob`, `PyTorchJob`, `JAXJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1), their specs,
+  the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`, `JobCondition`, the
+  pod template types and the enumerations. Every model dumps its wire form with `to_wire()`.
 - `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `MPIJOB`, all in `KINDS`), `kind_info(job)`.
 - `defaults`: `apply_defaults(job)`, a pure function returning a defaulted copy.
 - `validation`: `validate(job) -> list[FieldError]` and `check_job(job)`, which raises `InvalidJobError`.
@@ -31,6 +31,7 @@ from kubetrain.api.common import (
 )
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.errors import FieldError, InvalidJobError
+from kubetrain.api.jaxjob import JAXJob, JAXJobSpec, JAXReplicaType
 from kubetrain.api.kinds import (
     GROUP,
     JAXJOB,
@@ -44,7 +45,6 @@ from kubetrain.api.kinds import (
     kind_info,
     lookup_kind,
 )
-from kubetrain.api.jaxjob import JAXJob, JAXJobSpec, JAXReplicaType
 from kubetrain.api.load import dump_jobs, load_jobs, load_valid_jobs, other_objects, parse_job
 from kubetrain.api.meta import Int32, Int64, KubeModel, ObjectMeta, OwnerReference, Quantity, Time, WireModel
 from kubetrain.api.mpijob import LauncherCreationPolicy, MPIImplementation, MPIJob, MPIJobSpec, MPIReplicaType

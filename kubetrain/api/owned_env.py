@@ -4,7 +4,8 @@ A user-set TF_CONFIG, RANK or OMPI_MCA_orte_default_hostfile would compete with 
 renders and break the job in a way that is hard to see; validation rejects them up front. The names follow
 what the Kubeflow operators inject (TF_CONFIG into the `tensorflow` container; the torch distributed and
 torchrun `PET_*` env into every PyTorch container; the `jax.distributed` coordinator env into every JAX
-container; the MPI role and per-implementation launcher env into containers[0]). Env vars the operator sets only as a convenience (PYTHONUNBUFFERED) are not reserved.
+container; the MPI role and per-implementation launcher env into containers[0]). Env vars the operator
+sets only as a convenience (PYTHONUNBUFFERED) are not reserved.
 """
 
 from __future__ import annotations

@@ -45,7 +45,9 @@ class JaxContext:
         return self.process_id == 0
 
 
-def init_distributed(*, timeout_s: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None) -> JaxContext:
+def init_distributed(
+    *, timeout_s: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+) -> JaxContext:
     """Connect this process to the job's coordinator (process 0 starts it); a no-op without the JAXJob env.
 
     `timeout_s` bounds the wait for the coordinator and the other processes. Raises ContractError when the
@@ -76,7 +78,9 @@ def shutdown(ctx: JaxContext) -> None:
 
 
 @contextmanager
-def distributed(*, timeout_s: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None) -> Iterator[JaxContext]:
+def distributed(
+    *, timeout_s: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+) -> Iterator[JaxContext]:
     """`with distributed() as ctx:` connects to the coordinator and always disconnects."""
     ctx = init_distributed(timeout_s=timeout_s, env=env)
     try:

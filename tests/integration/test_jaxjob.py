@@ -107,6 +107,8 @@ def test_kubectl_scale_sets_the_workers_and_unknown_replica_types_are_refused(
         "get", "jaxjob", "job", "-o", "jsonpath={.spec.jaxReplicaSpecs.Worker.replicas}", namespace=namespace
     ).stdout
     assert replicas == "3"
-    bad = job_manifest(JAXJOB, {"Chief": replica_spec(1, container_spec("jax"))}, name="bad", namespace=namespace)
+    bad = job_manifest(
+        JAXJOB, {"Chief": replica_spec(1, container_spec("jax"))}, name="bad", namespace=namespace
+    )
     with pytest.raises(KubectlError, match="keys must be replica types of JAXJob: Worker"):
         kubectl_apply(control_plane, bad, namespace=namespace)

@@ -66,21 +66,22 @@ def train(ctx: kt_jax.JaxContext, args: TrainArgs, data: Digits) -> tuple[Params
     jnp: Any = importlib.import_module("jax.numpy")
     sharding: Any = importlib.import_module("jax.sharding")
     mesh = sharding.Mesh(np.array(jax.devices()), ("data",))
-    rows, whole = sharding.NamedSharding(mesh, sharding.PartitionSpec("data")), sharding.NamedSharding(
-        mesh, sharding.PartitionSpec()
+    rows, whole = (
+        sharding.NamedSharding(mesh, sharding.PartitionSpec("data")),
+        sharding.NamedSharding(mesh, sharding.PartitionSpec()),
     )
 
     def global_array(host: np.ndarray[Any, Any], where: Any) -> Any:
         # every process holds the whole host array; each materialises only its own shards of it
         return jax.make_array_from_callback(host.shape, where, lambda index: host[index])
 
-    @jax.jit
     def step(params: Params, velocity: Params, x: Any, y: Any) -> tuple[Params, Params, Any]:
         loss, grads = jax.value_and_grad(lambda p: _loss(jnp, jax, p, x, y))(params)
         velocity = jax.tree.map(lambda v, g: 0.9 * v + g, velocity, grads)
         params = jax.tree.map(lambda p, v: p - args.lr * v, params, velocity)
         return params, velocity, loss
 
+    jitted: Any = jax.jit(step)
     host = init_params(data, args.seed)
     params = {k: global_array(v, whole) for k, v in host.items()}
     velocity = {k: global_array(np.zeros_like(v), whole) for k, v in host.items()}
@@ -95,7 +96,7 @@ def train(ctx: kt_jax.JaxContext, args: TrainArgs, data: Digits) -> tuple[Params
             chosen = order[s * batch : (s + 1) * batch]
             x = global_array(data.x_train[chosen], rows)
             y = global_array(data.y_train[chosen].astype(np.int32), rows)
-            params, velocity, loss = step(params, velocity, x, y)
+            params, velocity, loss = jitted(params, velocity, x, y)
             losses.append(loss)
         mean_loss = float(np.mean([_local(loss) for loss in losses]))
     return {k: _local(v) for k, v in params.items()}, round(mean_loss, 4)

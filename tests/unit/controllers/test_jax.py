@@ -10,13 +10,26 @@ from kubetrain.common.job import JobState
 from kubetrain.controllers.jax import JAXJobController
 from kubetrain.testing.operator import job_manifest
 
-from .hooks import VerdictCase, check_verdict, container, controller, counts, env, job, observed, pod, replicas
+from .hooks import (
+    VerdictCase,
+    check_verdict,
+    container,
+    controller,
+    counts,
+    env,
+    job,
+    observed,
+    pod,
+    replicas,
+)
 
 CTL = JAXJobController
 WORKERS = {"Worker": replicas(3, container("jax"))}
 
 
-def worker_env(specs: dict[str, Any], index: int, *, name: str = "job", container_index: int = 0) -> dict[str, str]:
+def worker_env(
+    specs: dict[str, Any], index: int, *, name: str = "job", container_index: int = 0
+) -> dict[str, str]:
     jaxjob = job(CTL, specs, name=name)
     return env(pod(controller(CTL), jaxjob, "Worker", index), container_index)
 
@@ -78,7 +91,9 @@ def test_worker_0_has_the_master_role() -> None:
 
 def test_a_user_set_coordinator_variable_is_refused_by_validation() -> None:
     owned = container("jax", env=[{"name": "PROCESS_ID", "value": "7"}])
-    errors = controller(CTL).validate(CTL.kind.model.model_validate(_manifest({"Worker": replicas(2, owned)})))
+    errors = controller(CTL).validate(
+        CTL.kind.model.model_validate(_manifest({"Worker": replicas(2, owned)}))
+    )
     assert [e.path for e in errors] == ["spec.jaxReplicaSpecs.Worker.template.spec.containers[0].env[0].name"]
 
 
@@ -95,7 +110,9 @@ def _manifest(specs: dict[str, Any]) -> dict[str, Any]:
 
 # --- the verdict -----------------------------------------------------------------------------------------
 VERDICTS = [
-    VerdictCase("all workers succeeded", WORKERS, observed(Worker=counts(3, succeeded=3)), JobState.SUCCEEDED),
+    VerdictCase(
+        "all workers succeeded", WORKERS, observed(Worker=counts(3, succeeded=3)), JobState.SUCCEEDED
+    ),
     VerdictCase(
         "worker 0 alone succeeding is not enough",
         WORKERS,

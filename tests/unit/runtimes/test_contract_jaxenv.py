@@ -35,7 +35,9 @@ def test_no_jaxjob_env_means_a_single_process() -> None:
     assert JaxEnv.from_env({"PATH": "/bin"}) is None
 
 
-@pytest.mark.parametrize("missing", ["COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID"])
+@pytest.mark.parametrize(
+    "missing", ["COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID"]
+)
 def test_half_the_env_names_the_missing_variable(missing: str) -> None:
     env = {k: v for k, v in RENDERED.items() if k != missing}
     with pytest.raises(ContractError) as err:
