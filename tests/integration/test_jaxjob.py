@@ -71,30 +71,25 @@ async def _phase(op: InProcessOperator, ns: str, name: str, phase: str) -> bool:
     return bool(pod.get("status", {}).get("phase") == phase)
 
 
-@pytest.mark.parametrize(
-    ("policy", "exit_code", "outcome"),
-    [("OnFailure", 1, "replaced"), ("Never", 1, "JAXJobFailed"), ("ExitCode", 137, "replaced")],
-)
-async def test_restart_policy(
-    control_plane: ControlPlane,
-    namespace: str,
-    operator: InProcessOperator,
-    policy: str,
-    exit_code: int,
-    outcome: str,
+async def test_a_failed_worker_fails_the_job_under_the_default_never_and_is_replaced_under_on_failure(
+    control_plane: ControlPlane, namespace: str, operator: InProcessOperator
 ) -> None:
-    specs = {"Worker": replica_spec(2, container_spec("jax"), restartPolicy=policy)}
-    kubectl_apply(control_plane, job_manifest(JAXJOB, specs, namespace=namespace), namespace=namespace)
-    await wait_until(
-        lambda: operator.running(namespace, "job-worker-0", "job-worker-1"), what="Running workers"
+    """JAXJob's default restartPolicy is Never (Kubeflow's), unlike PyTorchJob's OnFailure."""
+    for name, fields in (("strict", {}), ("retried", {"restartPolicy": "OnFailure"})):
+        specs = {"Worker": replica_spec(2, container_spec("jax"), **fields)}
+        manifest = job_manifest(JAXJOB, specs, name=name, namespace=namespace)
+        kubectl_apply(control_plane, manifest, namespace=namespace)
+    pods = [f"{job}-worker-{i}" for job in ("strict", "retried") for i in range(2)]
+    await wait_until(lambda: operator.running(namespace, *pods), what="4 Running workers")
+    assert (await operator.pods(namespace))["strict-worker-1"]["spec"]["restartPolicy"] == "Never"
+    failed = await operator.after_failure(control_plane, namespace, "strict", "strict-worker-1", 1)
+    assert failed == "JAXJobFailed"
+    message = (await operator.condition(namespace, "strict", "Failed") or {}).get("message")
+    assert message == f"JAXJob {namespace}/strict has failed because 1 Worker replica(s) failed."
+    assert (
+        await operator.after_failure(control_plane, namespace, "retried", "retried-worker-1", 1) == "replaced"
     )
-    assert await operator.after_failure(control_plane, namespace, "job", "job-worker-1", exit_code) == outcome
-    if outcome == "replaced":
-        assert "JAXJobRestarting" in operator.events.reasons()
-    else:
-        failed = await operator.condition(namespace, "job", "Failed")
-        assert failed is not None
-        assert failed["message"] == f"JAXJob {namespace}/job has failed because 1 Worker replica(s) failed."
+    assert "JAXJobRestarting" in operator.events.reasons()
 
 
 def test_kubectl_scale_sets_the_workers_and_unknown_replica_types_are_refused(
