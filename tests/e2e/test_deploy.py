@@ -45,7 +45,7 @@ pytestmark = pytest.mark.e2e
 
 BASE = MANIFESTS / "base"
 SUSPENDED_EXAMPLE = "pytorch-kueue.yaml"
-FRAMEWORKS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MPIJob": "mpi"}
+FRAMEWORKS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MPIJob": "mpi", "JAXJob": "jax"}
 """The `framework` label of the job metrics, by kind."""
 
 
