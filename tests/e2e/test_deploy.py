@@ -2,7 +2,7 @@
 ServiceAccount with the shipped ClusterRole, every example job submitted with `kubectl apply -f`.
 
 What a user relies on: every example runs to Succeeded (kwok plays the kubelet), `kubectl get
-tfjobs,pytorchjobs,mpijobs` shows each job's State and Age, a Kueue-style suspended job waits until it
+tfjobs,pytorchjobs,mpijobs,jaxjobs` shows each job's State and Age, a Kueue-style suspended job waits until it
 is resumed, deleting a job removes its pods and Services, and the shipped RBAC is enough: the API server
 refuses the operator nothing. How the operator is run instead of the Deployment: see `shipped`.
 """
