@@ -32,7 +32,7 @@ DEBIAN_BASE=localhost/kubetrain/debian-python:bookworm
 PYTHON_IMAGE=localhost/kubetrain/python:3.11
 TORCH_IMAGE=localhost/kubetrain/torch:$TORCH_VERSION
 CA_BUNDLE=${KUBETRAIN_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
-ALL=(trainer-pytorch trainer-tensorflow trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi operator)
+ALL=(trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi operator)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -172,7 +172,7 @@ build "$PYTHON_IMAGE" images/python/Containerfile images "BASE_IMAGE=$base"
 if needs trainer-pytorch || needs trainer-horovod; then
   build "$TORCH_IMAGE" images/torch/Containerfile images "PYTHON_IMAGE=$PYTHON_IMAGE"
 fi
-for name in trainer-pytorch trainer-tensorflow trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi; do
+for name in trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi; do
   needs "$name" || continue
   [ "$name" = trainer-horovod ] && horovod_wheel
   build "$REGISTRY/$name:$VERSION" "images/$name/Containerfile" images \

@@ -2,10 +2,10 @@
 
 The public surface, by module:
 
-- models: `TFJob`, `PyTorchJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1), their specs, the shared
-  `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`, `JobCondition`, the pod
-  template types and the enumerations. Every model dumps its wire form with `to_wire()`.
-- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `MPIJOB`, all in `KINDS`), `kind_info(job)`.
+- models: `TFJob`, `PyTorchJob`, `JAXJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1), their specs,
+  the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`, `JobCondition`, the
+  pod template types and the enumerations. Every model dumps its wire form with `to_wire()`.
+- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `MPIJOB`, all in `KINDS`), `kind_info(job)`.
 - `defaults`: `apply_defaults(job)`, a pure function returning a defaulted copy.
 - `validation`: `validate(job) -> list[FieldError]` and `check_job(job)`, which raises `InvalidJobError`.
 - `load`: `parse_job(mapping)`, `load_jobs(yaml_text)`, `load_valid_jobs(yaml_text)` (parsed, defaulted and
@@ -31,8 +31,10 @@ from kubetrain.api.common import (
 )
 from kubetrain.api.defaults import apply_defaults
 from kubetrain.api.errors import FieldError, InvalidJobError
+from kubetrain.api.jaxjob import JAXJob, JAXJobSpec, JAXReplicaType
 from kubetrain.api.kinds import (
     GROUP,
+    JAXJOB,
     KINDS,
     MPIJOB,
     MULTIKUEUE_CONTROLLER,
@@ -70,6 +72,7 @@ from kubetrain.api.validation import check_job, validate
 
 __all__ = [
     "GROUP",
+    "JAXJOB",
     "KINDS",
     "MAX_REPLICAS",
     "MAX_SLOTS_PER_WORKER",
@@ -88,6 +91,9 @@ __all__ = [
     "Int32",
     "Int64",
     "InvalidJobError",
+    "JAXJob",
+    "JAXJobSpec",
+    "JAXReplicaType",
     "JobCondition",
     "JobConditionType",
     "JobSpecBase",

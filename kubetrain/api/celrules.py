@@ -95,6 +95,8 @@ def _replica_rules(info: KindInfo, specs: Schema) -> None:
         ),
     )
     masters = sorted(info.master_types)
+    if not masters:  # e.g. JAXJob: every replica is a Worker
+        return
     master_names = ", ".join(f"'{rtype.lower()}'" for rtype in masters)
     _add(
         specs,

@@ -1,4 +1,4 @@
-"""The CustomResourceDefinitions of TFJob, PyTorchJob and MPIJob, generated from the models.
+"""The CustomResourceDefinitions of every kind (`KINDS`), generated from the models.
 
 Why: the CRD is the API server's half of the API. Generating it from the pydantic models (through
 `schema.py`) and the kind registry (`kinds.py`) keeps the two halves from drifting; `kubetrain crds` writes
@@ -12,7 +12,8 @@ What the CRDs carry beyond the models:
   `podschema.GO_NULLS`), so objects written by Go clients and webhooks are accepted;
 - `minimum: 0` on counts that cannot be negative (replicas, run-policy limits, slots), so the API server,
   not the operator, rejects them with the field's path;
-- the status subresource; the scale subresource of PyTorchJob's Workers (for elastic training and HPA);
+- the status subresource; the scale subresource of the kind's `scale_replica_type` (PyTorchJob's and
+  JAXJob's Workers, as Kubeflow declares them: `kubectl scale`, elastic training and HPA);
   State and Age printer columns; short names and categories from `KindInfo`;
 - MPIJob `status.conditions` as a list map keyed by `type`, as the mpi-operator's v2beta1 CRD declares.
 """
@@ -139,11 +140,12 @@ def _open_api_schema(info: KindInfo) -> Schema:
 
 def _subresources(info: KindInfo) -> Schema:
     subresources: Schema = {"status": {}}
-    if info.kind == "PyTorchJob":  # elastic PyTorch scales its Workers (kubectl scale, HPA)
+    rtype = info.scale_replica_type
+    if rtype is not None:
         subresources["scale"] = {
-            "specReplicasPath": f".spec.{info.replica_specs_field}.Worker.replicas",
-            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
-            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+            "specReplicasPath": f".spec.{info.replica_specs_field}.{rtype}.replicas",
+            "statusReplicasPath": f".status.replicaStatuses.{rtype}.active",
+            "labelSelectorPath": f".status.replicaStatuses.{rtype}.selector",
         }
     return subresources
 

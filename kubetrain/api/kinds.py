@@ -1,11 +1,11 @@
-"""The kind registry: everything the generic code needs to know about TFJob, PyTorchJob and MPIJob.
+"""The kind registry: everything the generic code needs to know about TFJob, PyTorchJob, JAXJob and MPIJob.
 
 Controllers, defaulting, validation and the CRD generator read identity from here (group, version, names,
 replica types, default container and port, defaults, label values) instead of spelling it out again, so that
 adding a kind means adding one `KindInfo`.
 
 Upstream CRDs declare no short names and no categories. We declare no short names either (a short name that
-a future upstream version picks differently would clash), and put all three kinds in the `kubeflow` category,
+a future upstream version picks differently would clash), and put every kind in the `kubeflow` category,
 so that `kubectl get kubeflow` lists every training job; they are deliberately not in `all`.
 """
 
@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kubetrain.api.common import RestartPolicy, TrainingJob
+from kubetrain.api.jaxjob import JAXJob, JAXReplicaType
 from kubetrain.api.mpijob import MPIJob, MPIReplicaType
 from kubetrain.api.pod import Container
 from kubetrain.api.pytorchjob import PyTorchJob, PyTorchReplicaType
@@ -24,6 +25,7 @@ from kubetrain.api.tfjob import TFJob, TFReplicaType
 
 __all__ = [
     "GROUP",
+    "JAXJOB",
     "KINDS",
     "MPIJOB",
     "MULTIKUEUE_CONTROLLER",
@@ -39,7 +41,7 @@ GROUP = "kubeflow.org"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 """The `runPolicy.managedBy` value with which Kueue's MultiKueue takes a job over; we then leave it alone."""
 
-AnyJob = TFJob | PyTorchJob | MPIJob
+AnyJob = TFJob | PyTorchJob | JAXJob | MPIJob
 """Any job this operator serves."""
 
 
@@ -76,6 +78,10 @@ class KindInfo:
     """Every value `runPolicy.managedBy` may take."""
     owned_env: frozenset[str] = field(compare=False, default=frozenset())
     """Env var names the operator always sets in the containers it configures; users must not set them."""
+    env_in_every_container: bool = False
+    """Whether the operator configures every container of a pod (PyTorch, JAX), not only the default one."""
+    scale_replica_type: str | None = None
+    """The replica type the CRD's scale subresource scales (`kubectl scale`, HPA); None: no subresource."""
 
     @property
     def api_version(self) -> str:
@@ -164,6 +170,33 @@ PYTORCHJOB = KindInfo(
             "PET_NPROC_PER_NODE",
         }
     ),
+    env_in_every_container=True,
+    scale_replica_type=PyTorchReplicaType.WORKER,
+)
+
+JAXJOB = KindInfo(
+    group=GROUP,
+    version="v1",
+    kind="JAXJob",
+    plural="jaxjobs",
+    singular="jaxjob",
+    short_names=(),
+    categories=("kubeflow",),
+    model=JAXJob,
+    replica_specs_field="jaxReplicaSpecs",
+    replica_types=tuple(JAXReplicaType),
+    master_types=frozenset(),
+    default_container_name="jax",
+    default_port_name="jaxjob-port",
+    default_port=6666,
+    default_restart_policy=_frozen({t: RestartPolicy.NEVER for t in JAXReplicaType}),
+    default_replicas=_frozen({t: 1 for t in JAXReplicaType}),
+    operator_name="jaxjob-controller",
+    controller_name=_TRAINING_OPERATOR,
+    managed_by_values=(_TRAINING_OPERATOR, MULTIKUEUE_CONTROLLER),
+    owned_env=frozenset({"COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID"}),
+    env_in_every_container=True,
+    scale_replica_type=JAXReplicaType.WORKER,
 )
 
 _MPI_OPERATOR = "kubeflow.org/mpi-operator"
@@ -193,7 +226,7 @@ MPIJOB = KindInfo(
     owned_env=frozenset({"K_MPI_JOB_ROLE"}),
 )
 
-KINDS: tuple[KindInfo, ...] = (TFJOB, PYTORCHJOB, MPIJOB)
+KINDS: tuple[KindInfo, ...] = (TFJOB, PYTORCHJOB, MPIJOB, JAXJOB)
 """Every kind this operator serves."""
 
 _BY_MODEL: dict[type[Any], KindInfo] = {info.model: info for info in KINDS}

@@ -3,8 +3,9 @@
 A user-set TF_CONFIG, RANK or OMPI_MCA_orte_default_hostfile would compete with the value the operator
 renders and break the job in a way that is hard to see; validation rejects them up front. The names follow
 what the Kubeflow operators inject (TF_CONFIG into the `tensorflow` container; the torch distributed and
-torchrun `PET_*` env into every PyTorch container; the MPI role and per-implementation launcher env into
-containers[0]). Env vars the operator sets only as a convenience (PYTHONUNBUFFERED) are not reserved.
+torchrun `PET_*` env into every PyTorch container; the `jax.distributed` coordinator env into every JAX
+container; the MPI role and per-implementation launcher env into containers[0]). Env vars the operator
+sets only as a convenience (PYTHONUNBUFFERED) are not reserved.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.api.common import TrainingJob
-from kubetrain.api.kinds import PYTORCHJOB, kind_info
+from kubetrain.api.kinds import kind_info
 from kubetrain.api.mpijob import MPIImplementation, MPIJob, MPIReplicaType
 from kubetrain.api.pod import Container
 from kubetrain.api.pytorchjob import PyTorchJob
@@ -55,9 +56,10 @@ def owned_env_names(job: TrainingJob[Any], replica_type: str) -> frozenset[str]:
 
 
 def configured_containers(job: TrainingJob[Any], containers: list[Container]) -> list[int]:
-    """Indexes of the containers given the operator's env: all of them for PyTorch, else the default one."""
+    """Indexes of the containers given the operator's env: all of them for kinds that configure every
+    container (PyTorch, JAX), else the default one."""
     info = kind_info(job)
-    if info is PYTORCHJOB:
+    if info.env_in_every_container:
         return list(range(len(containers)))
     index = info.default_container_index(containers)
     return [] if index is None else [index]

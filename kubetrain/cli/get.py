@@ -1,7 +1,7 @@
-"""`kubetrain get [KIND] [NAME]`: list training jobs (all three kinds at once), or show one.
+"""`kubetrain get [KIND] [NAME]`: list training jobs (every kind at once), or show one.
 
-Like `kubectl get`, with the kinds merged: `kubetrain get` lists every TFJob, PyTorchJob and MPIJob of the
-namespace in one table, `kubetrain get pytorchjobs` only one kind, `kubetrain get mnist` the job named
+Like `kubectl get`, with the kinds merged: `kubetrain get` lists every TFJob, PyTorchJob, MPIJob and JAXJob
+of the namespace in one table, `kubetrain get pytorchjobs` only one kind, `kubetrain get mnist` the job named
 mnist whatever its kind. `-o yaml|json|name|wide` as kubectl; `-A` for every namespace.
 """
 
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "get",
         help="list training jobs, or show one",
-        description="List TFJobs, PyTorchJobs and MPIJobs (one table), or show one job.",
+        description="List TFJobs, PyTorchJobs, MPIJobs and JAXJobs (one table), or show one job.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

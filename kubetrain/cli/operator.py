@@ -1,4 +1,4 @@
-"""`kubetrain operator`: run the operator (the controllers of TFJob, PyTorchJob and MPIJob) until SIGTERM.
+"""`kubetrain operator`: run the operator (the controllers of every kind it serves) until SIGTERM.
 
 This module is the command line only: the flags, grouped as a platform engineer looks for them, and
 their validation into one `OperatorOptions` value (a bad flag is one message naming it and the fix, exit
@@ -30,7 +30,7 @@ from kubetrain.controllers.registry import CONTROLLERS
 __all__ = ["build_operator_parser", "register", "run"]
 
 _DESCRIPTION = """\
-Run the kubetrain operator: the controllers of TFJob, PyTorchJob (kubeflow.org/v1) and MPIJob
+Run the kubetrain operator: the controllers of TFJob, PyTorchJob, JAXJob (kubeflow.org/v1) and MPIJob
 (kubeflow.org/v2beta1). It watches the jobs, creates their pods and Services, and writes their status,
 until SIGTERM or Ctrl-C, which let in-flight work finish (--shutdown-grace) and release the leader Lease.
 

@@ -1,4 +1,4 @@
-"""`TrainingClient`: create, read, wait for, read the logs of, and delete TFJobs, PyTorchJobs and MPIJobs.
+"""`TrainingClient`: create, read, wait for, read the logs of, and delete every kind of training job.
 
 The method names follow the Kubeflow v1 SDK (`create_job`, `get_job`, `list_jobs`,
 `wait_for_job_conditions`, `get_job_pods`, `get_job_logs`, `delete_job`) so that its users feel at home;

@@ -2,7 +2,7 @@
 ServiceAccount with the shipped ClusterRole, every example job submitted with `kubectl apply -f`.
 
 What a user relies on: every example runs to Succeeded (kwok plays the kubelet), `kubectl get
-tfjobs,pytorchjobs,mpijobs` shows each job's State and Age, a Kueue-style suspended job waits until it
+tfjobs,pytorchjobs,mpijobs,jaxjobs` shows each job's State and Age, a Kueue-style suspended job waits until it
 is resumed, deleting a job removes its pods and Services, and the shipped RBAC is enough: the API server
 refuses the operator nothing. How the operator is run instead of the Deployment: see `shipped`.
 """
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.e2e
 
 BASE = MANIFESTS / "base"
 SUSPENDED_EXAMPLE = "pytorch-kueue.yaml"
-FRAMEWORKS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MPIJob": "mpi"}
+FRAMEWORKS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MPIJob": "mpi", "JAXJob": "jax"}
 """The `framework` label of the job metrics, by kind."""
 
 

@@ -7,6 +7,7 @@ that a training image needs nothing of the operator's dependencies to parse its 
 - `names`: every env var name and file path (TF_CONFIG, MASTER_*, PET_*, OMPI_MCA_*, I_MPI_*, HYDRA_*, ...).
 - `TFConfig`: the TF_CONFIG document, render/parse, and the strategy it implies.
 - `TorchEnv` (operator side) and `TorchProcess` (process side) for PyTorchJob.
+- `JaxEnv` (both sides) for JAXJob.
 - `Hostfile`, `DiscoverHosts`, `launcher_env`, `worker_env`, `MPIProcess` for MPIJob.
 - `ContractError`: a missing or malformed value, naming the variable and the fix.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from kubetrain.runtimes.contract import names
 from kubetrain.runtimes.contract.errors import ContractError
+from kubetrain.runtimes.contract.jaxenv import JaxEnv
 from kubetrain.runtimes.contract.mpi import (
     DiscoverHosts,
     Hostfile,
@@ -33,6 +35,7 @@ __all__ = [
     "DiscoverHosts",
     "Hostfile",
     "HostfileEntry",
+    "JaxEnv",
     "MPIImplementation",
     "MPIProcess",
     "MPIRole",

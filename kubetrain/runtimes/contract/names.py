@@ -1,7 +1,7 @@
 """Environment variable names and file paths shared by the operator and the code in the pods.
 
-The names are those the Kubeflow training-operator (TFJob, PyTorchJob) and mpi-operator (MPIJob v2beta1)
-inject, so that training code written for Kubeflow runs unchanged under kubetrain.
+The names are those the Kubeflow training-operator (TFJob, PyTorchJob, JAXJob) and mpi-operator
+(MPIJob v2beta1) inject, so that training code written for Kubeflow runs unchanged under kubetrain.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "COORDINATOR_ADDRESS",
+    "COORDINATOR_PORT",
     "CUSTOM_CLUSTER_DOMAIN",
     "DISCOVER_HOSTS_PATH",
     "GROUP_RANK",
@@ -30,6 +32,7 @@ __all__ = [
     "MPI_CONFIG_DIR",
     "MPI_LOCALNRANKS",
     "MPI_LOCALRANKID",
+    "NUM_PROCESSES",
     "NVIDIA_DRIVER_CAPABILITIES",
     "NVIDIA_VISIBLE_DEVICES",
     "OMPI_ALLOW_RUN_AS_ROOT",
@@ -59,6 +62,7 @@ __all__ = [
     "PMIX_RANK",
     "PMI_RANK",
     "PMI_SIZE",
+    "PROCESS_ID",
     "PYTHONUNBUFFERED",
     "RANK",
     "SSH_CONNECTION_ATTEMPTS",
@@ -103,6 +107,16 @@ LOCAL_RANK: Final = "LOCAL_RANK"
 LOCAL_WORLD_SIZE: Final = "LOCAL_WORLD_SIZE"
 GROUP_RANK: Final = "GROUP_RANK"
 TORCHELASTIC_RUN_ID: Final = "TORCHELASTIC_RUN_ID"
+
+# --- JAXJob: set by the operator, read by jax.distributed.initialize's caller -------------------
+COORDINATOR_ADDRESS: Final = "COORDINATOR_ADDRESS"
+"""The coordinator's host, without a port: `<job>-worker-0`, worker 0's Service."""
+COORDINATOR_PORT: Final = "COORDINATOR_PORT"
+"""Worker 0's `jaxjob-port` (6666 by default), where process 0 serves the coordinator."""
+NUM_PROCESSES: Final = "NUM_PROCESSES"
+"""Every replica of the job (one JAX process per pod)."""
+PROCESS_ID: Final = "PROCESS_ID"
+"""The replica's index."""
 
 # --- MPIJob (v2beta1): set by the operator on the launcher and workers --------------------------
 K_MPI_JOB_ROLE: Final = "K_MPI_JOB_ROLE"

@@ -10,6 +10,7 @@ import yaml
 
 from kubetrain.api import (
     AnyJob,
+    JAXJob,
     MPIImplementation,
     MPIJob,
     PyTorchJob,
@@ -22,7 +23,7 @@ from kubetrain.api import (
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FILES = sorted(EXAMPLES.rglob("*.yaml"))
-FRAMEWORK_DIRS = {"tensorflow": TFJob, "pytorch": PyTorchJob, "mpi": MPIJob}
+FRAMEWORK_DIRS = {"tensorflow": TFJob, "pytorch": PyTorchJob, "mpi": MPIJob, "jax": JAXJob}
 
 
 def load(path: Path) -> AnyJob:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubetrain.api import (
+    JAXJOB,
     KINDS,
     MPIJOB,
     PYTORCHJOB,
@@ -41,6 +42,16 @@ IDENTITY = {
         ("pytorchjob-port", 23456),
         "pytorchjob-controller",
     ),
+    JAXJOB: (
+        "kubeflow.org/v1",
+        "jaxjobs",
+        "jaxReplicaSpecs",
+        ("Worker",),
+        set(),
+        "jax",
+        ("jaxjob-port", 6666),
+        "jaxjob-controller",
+    ),
     MPIJOB: (
         "kubeflow.org/v2beta1",
         "mpijobs",
@@ -74,6 +85,8 @@ def test_identity(info: KindInfo) -> None:
 def test_defaults_match_the_kubeflow_operators() -> None:
     assert set(TFJOB.default_restart_policy.values()) == {RestartPolicy.NEVER}
     assert set(PYTORCHJOB.default_restart_policy.values()) == {RestartPolicy.ON_FAILURE}
+    assert dict(JAXJOB.default_restart_policy) == {"Worker": RestartPolicy.NEVER}
+    assert dict(JAXJOB.default_replicas) == {"Worker": 1}
     assert dict(MPIJOB.default_restart_policy) == {
         "Launcher": RestartPolicy.ON_FAILURE,
         "Worker": RestartPolicy.NEVER,

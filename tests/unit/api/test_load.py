@@ -63,9 +63,10 @@ def error_lines(text: str) -> list[str]:
     "text,line",
     [
         (
-            "apiVersion: kubeflow.org/v1\nkind: JAXJob\n",
-            "kind: 'JAXJob' is not a kind kubetrain serves; use one of "
-            "TFJob (kubeflow.org/v1), PyTorchJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1)",
+            "apiVersion: kubeflow.org/v1\nkind: XGBoostJob\n",
+            "kind: 'XGBoostJob' is not a kind kubetrain serves; use one of "
+            "TFJob (kubeflow.org/v1), PyTorchJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1), "
+            "JAXJob (kubeflow.org/v1)",
         ),
         ("apiVersion: kubeflow.org/v1\n", "kind: is required; use one of TFJob"),
         ("kind: PyTorchJob\n", "apiVersion: is required; set apiVersion: kubeflow.org/v1"),

@@ -21,6 +21,9 @@ PUBLIC = {
     "MPIReplicaType",
     "MPIImplementation",
     "LauncherCreationPolicy",
+    "JAXJob",
+    "JAXJobSpec",
+    "JAXReplicaType",
     "TrainingJob",
     "JobSpecBase",
     "ReplicaSpec",
@@ -53,6 +56,7 @@ PUBLIC = {
     # kinds
     "KindInfo",
     "KINDS",
+    "JAXJOB",
     "MAX_REPLICAS",
     "MAX_SLOTS_PER_WORKER",
     "TFJOB",

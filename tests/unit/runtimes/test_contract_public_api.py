@@ -14,6 +14,7 @@ def test_public_api_is_pinned() -> None:
         "DiscoverHosts",
         "Hostfile",
         "HostfileEntry",
+        "JaxEnv",
         "MPIImplementation",
         "MPIProcess",
         "MPIRole",
