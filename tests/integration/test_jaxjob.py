@@ -53,7 +53,7 @@ async def test_example_runs_with_the_coordinator_env_and_succeeds_when_every_wor
     await wait_until(lambda: operator.running(namespace, *names), what="2 Running workers")
     pods = await operator.pods(namespace)
     for index, name in enumerate(names):
-        assert jax_env(pods[name]) == JaxEnv("jax-spmd-worker-0", 6666, 2, index)
+        assert jax_env(pods[name]) == JaxEnv("jax-spmd-worker-0.jax-spmd", 6666, 2, index)
         assert pods[name]["metadata"]["labels"].get(ROLE) == ("master" if index == 0 else None)
     services = (await operator.api.list(SERVICES, namespace)).items
     assert sorted(s["metadata"]["name"] for s in services) == names

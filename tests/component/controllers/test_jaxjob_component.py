@@ -46,14 +46,14 @@ async def test_each_pod_gets_the_coordinator_env_and_worker_0_the_master_role() 
         for index in range(2):
             env = await c.env(f"job-worker-{index}")
             assert {k: env[k] for k in ("COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES")} == {
-                "COORDINATOR_ADDRESS": "job-worker-0",
+                "COORDINATOR_ADDRESS": "job-worker-0.job",
                 "COORDINATOR_PORT": "6666",
                 "NUM_PROCESSES": "2",
             }
             assert env["PROCESS_ID"] == str(index)
         assert (await c.pod("job-worker-0"))["metadata"]["labels"][JOB_ROLE_LABEL] == "master"
         assert JOB_ROLE_LABEL not in (await c.pod("job-worker-1"))["metadata"]["labels"]
-        assert await c.names(SERVICES) == ["job-worker-0", "job-worker-1"]
+        assert await c.names(SERVICES) == ["job"], "one headless Service for the job"
 
 
 async def test_a_worker_failing_under_never_fails_the_job_with_kubeflows_message() -> None:

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubetrain.common.job import JobState
+from kubetrain.common.job import JobState, ServiceMode
 from kubetrain.controllers.jax import JAXJobController
+from kubetrain.controllers.settings import ControllerSettings
 from kubetrain.testing.operator import job_manifest
 
 from .hooks import (
@@ -38,15 +39,21 @@ def test_the_env_in_the_training_operators_order() -> None:
     assert list(worker_env(WORKERS, 2).items()) == [
         ("PYTHONUNBUFFERED", "1"),
         ("COORDINATOR_PORT", "6666"),
-        ("COORDINATOR_ADDRESS", "job-worker-0"),
+        ("COORDINATOR_ADDRESS", "job-worker-0.job"),
         ("NUM_PROCESSES", "3"),
         ("PROCESS_ID", "2"),
     ]
 
 
 @pytest.mark.parametrize("index", [0, 1, 2])
-def test_coordinator_address_is_worker_0s_short_service_name_for_every_worker(index: int) -> None:
-    assert worker_env(WORKERS, index, name="mnist")["COORDINATOR_ADDRESS"] == "mnist-worker-0"
+def test_coordinator_address_is_worker_0s_name_under_the_jobs_service_for_every_worker(index: int) -> None:
+    assert worker_env(WORKERS, index, name="mnist")["COORDINATOR_ADDRESS"] == "mnist-worker-0.mnist"
+
+
+def test_per_replica_services_give_the_training_operators_short_service_name() -> None:
+    ctl = controller(CTL, ControllerSettings(service_mode=ServiceMode.REPLICA))
+    got = env(pod(ctl, job(CTL, WORKERS, name="mnist"), "Worker", 1))
+    assert got["COORDINATOR_ADDRESS"] == "mnist-worker-0"
 
 
 def test_coordinator_port_defaults_to_6666_the_jaxjob_port() -> None:
