@@ -56,7 +56,9 @@ async def test_example_runs_with_the_coordinator_env_and_succeeds_when_every_wor
         assert jax_env(pods[name]) == JaxEnv("jax-spmd-worker-0.jax-spmd", 6666, 2, index)
         assert pods[name]["metadata"]["labels"].get(ROLE) == ("master" if index == 0 else None)
     services = (await operator.api.list(SERVICES, namespace)).items
-    assert sorted(s["metadata"]["name"] for s in services) == names
+    assert [s["metadata"]["name"] for s in services] == ["jax-spmd"], "one headless Service per job"
+    for name in names:
+        assert (pods[name]["spec"]["hostname"], pods[name]["spec"]["subdomain"]) == (name, "jax-spmd")
     assert await operator.reason(namespace, "jax-spmd", "Running") == "JAXJobRunning"
 
     control_plane.finish_pod(namespace, names[0], Outcome.SUCCEEDED)

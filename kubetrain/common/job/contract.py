@@ -3,7 +3,8 @@
 The steps behind `JobController.reconcile()` (`sync`, `observe`, `render`, `report`) receive the controller
 they run for; this Protocol is all they may use of it, and all a new kind implements (by subclassing
 `JobController`, which satisfies it): the kind's identity, the pure hooks, and the few services the
-template wires (API client, caches, clock, Events, metrics, expectations, the write fence).
+template wires (API client, caches, clock, Events, metrics, expectations, the write fence, the ledger's
+keys not written yet).
 
 It is a leaf: it imports no step and not the controller, so `common/job` has no import circle (an
 import-linter contract keeps the steps off `controller`).
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from kubetrain.common.job.facts import Observed
     from kubetrain.common.job.fence import WriteFence
     from kubetrain.common.job.gang import GangScheduling
+    from kubetrain.common.job.ledger import Unwritten
     from kubetrain.common.job.services import ServiceMode
     from kubetrain.common.job.verdict import Verdict
     from kubetrain.common.kube.client import ApiClient
@@ -108,3 +110,6 @@ class JobContract(Protocol[JobT]):
 
     @property
     def fence(self) -> WriteFence: ...
+
+    @property
+    def unwritten(self) -> Unwritten: ...

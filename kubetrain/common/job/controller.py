@@ -37,6 +37,7 @@ from kubetrain.common.job.facts import Observed
 from kubetrain.common.job.fence import WriteFence
 from kubetrain.common.job.gang import GangScheduling
 from kubetrain.common.job.labels import replica_name
+from kubetrain.common.job.ledger import Unwritten
 from kubetrain.common.job.limits import oversized
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT
 from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION, ServiceMode, replica_address
@@ -101,6 +102,7 @@ class JobController(Generic[JobT]):
         self.terminating_timeout = terminating_timeout
         self.service_mode = service_mode if service_mode in self.service_modes else self.service_modes[0]
         self.fence = WriteFence()
+        self.unwritten = Unwritten()
 
     # identity -----------------------------------------------------------------------------------------
     @classmethod
@@ -185,6 +187,7 @@ class JobController(Generic[JobT]):
         if raw is None:
             self.expectations.forget(request)
             self.fence.forget(request)
+            self.unwritten.forget((request.namespace, request.name))
             return Result()
         if objects.is_deleting(raw) or not self._manages(raw):
             return Result()

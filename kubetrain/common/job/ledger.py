@@ -16,7 +16,10 @@ so that an operator restart or failover changes nothing:
 - `succeeded`: indices whose pod succeeded: a completed pod may be garbage-collected before the job
   finishes, and must not be run again;
 - `created`: extra objects created without being read back (the MPI SSH Secret: the operator may not
-  read Secrets), so that they are created once.
+  read Secrets), so that they are created once. Such a creation does not cost a write of its own: it is
+  remembered in memory (`Unwritten`) and goes into the ledger with the job's next ledger write. After an
+  operator restart before that write, the create is sent once more and answered AlreadyExists, which
+  counts as created: one request per such job and restart, instead of one per job.
 
 Index sets are written as ranges ("0-9999"), so 10,000 replicas cost a few bytes, not 50 KB of a 256 KB
 annotation budget. An unreadable value (edited by hand) reads as empty: at worst a restart is allowed
@@ -34,7 +37,7 @@ from typing import Any, final
 
 from kubetrain.common.job.limits import MAX_REPLICAS
 
-__all__ = ["LEDGER_ANNOTATION", "Ledger", "parse_ranges", "render_ranges"]
+__all__ = ["LEDGER_ANNOTATION", "Ledger", "Unwritten", "parse_ranges", "render_ranges"]
 
 LEDGER_ANNOTATION = "kubetrain.io/ledger"
 
@@ -113,6 +116,30 @@ class Ledger:
 
     def started_indices(self, rtype: str) -> frozenset[int]:
         return self.started.get(rtype, frozenset())
+
+
+class Unwritten:
+    """Per job, the `created` keys known to this process but not yet in the job's ledger (see above).
+
+    Keyed by the job's namespace/name and checked against its UID, so that a job deleted and created
+    again under the same name starts with nothing; `forget` drops a job (it is gone, or its ledger now
+    holds the keys)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+
+    def get(self, job: tuple[str, str], uid: str) -> frozenset[str]:
+        known = self._jobs.get(job)
+        return known[1] if known is not None and known[0] == uid else frozenset()
+
+    def add(self, job: tuple[str, str], uid: str, keys: Iterable[str]) -> None:
+        self._jobs[job] = (uid, self.get(job, uid) | frozenset(keys))
+
+    def forget(self, job: tuple[str, str]) -> None:
+        self._jobs.pop(job, None)
+
+    def __len__(self) -> int:
+        return len(self._jobs)
 
 
 def render_ranges(indices: Iterable[int]) -> str:

@@ -66,6 +66,8 @@ class JobSync(Generic[JobT]):
         self.render = Renderer(ctl, job, owner, self.writer)
         self.report = Reporter(ctl, raw, job.status)
         self.ledger = Ledger.read(objects.annotations(raw))
+        self._job_key = (objects.namespace(raw), objects.name(raw))
+        self._unwritten = ctl.unwritten.get(self._job_key, objects.uid(raw)) - self.ledger.created
         self.owner = owner
         self._deleted: set[str] = set()
         self._deleted_services: set[str] = set()
@@ -88,7 +90,7 @@ class JobSync(Generic[JobT]):
         b.created()
         b.started()
         plans = self.view.plans(self.ledger, self.now)
-        observed = self.view.observed(plans, self.ledger.created)
+        observed = self.view.observed(plans, self._created)
         stop = self._enforce_limits(plans)
         if not stop:
             self._judge(self.ctl.verdict(self.job, observed), plans)
@@ -108,7 +110,7 @@ class JobSync(Generic[JobT]):
         await self._delete_services(self.view.services_except(()))
         await self._delete_podgroup()
         plans = self.view.plans(self.ledger, self.now)
-        await self._sync_extras(self.view.observed(plans, self.ledger.created))
+        await self._sync_extras(self.view.observed(plans, self._created))
         return Result(requeue_after=self.view.terminating_recheck(pods, self.now))
 
     async def finish(self) -> Result:
@@ -220,10 +222,10 @@ class JobSync(Generic[JobT]):
             owner=self.owner,
             labels=labels,
         )
-        ledger = self.ledger
-        for key in made:
-            ledger = ledger.with_created(key)
-        await self._write_ledger_value(ledger)
+        new = made - self._created  # recorded with the next ledger write, not with one of its own
+        if new:
+            self.ctl.unwritten.add(self._job_key, objects.uid(self.raw), new)
+            self._unwritten |= new
 
     # concluding ----------------------------------------------------------------------------------------
     async def _conclude(self, plans: Plans, *, stop_active: bool) -> Result:
@@ -292,10 +294,17 @@ class JobSync(Generic[JobT]):
             ledger = ledger.with_started(rtype, plan.started_indices)
         await self._write_ledger_value(ledger)
 
+    @property
+    def _created(self) -> frozenset[str]:
+        return self.ledger.created | self._unwritten
+
     async def _write_ledger_value(self, ledger: Ledger) -> None:
         if ledger.render() != self.ledger.render():
+            for key in self._unwritten:  # a write is due anyway: it carries the unwritten creations too
+                ledger = ledger.with_created(key)
             await self.report.patch_metadata({"annotations": {LEDGER_ANNOTATION: ledger.render()}})
-            self.ledger = ledger
+            self.ledger, self._unwritten = ledger, frozenset()
+            self.ctl.unwritten.forget(self._job_key)
 
 
 async def reject(ctl: JobContract[Any], raw: Obj, message: str) -> Result:

@@ -7,11 +7,13 @@ how the hostfile follows the workers.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from kubetrain.common.job import LEDGER_ANNOTATION
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.fake import InMemoryApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Obj
@@ -211,3 +213,26 @@ async def test_suspend_removes_every_pod_and_resume_brings_them_back(cluster: Cl
     await cluster.step()
     assert set(await cluster.pods()) == {LAUNCHER, W0, W1}
     assert ("Suspended", "False", "MPIJobResumed") in await cluster.conditions()
+
+
+async def test_the_ssh_secret_costs_no_write_of_its_own_and_survives_an_operator_restart(
+    cluster: Cluster,
+) -> None:
+    """The Secret's creation goes into the job's ledger with its next write (here: the workers seen
+    running), not with a write of its own; an operator that restarts before that write sends the create
+    once more, is answered AlreadyExists, and keeps the key."""
+    await cluster.submit()
+    assert LEDGER_ANNOTATION not in objects.annotations(await cluster.api.get(MPIJOBS, NS, "pi"))
+    before = (await cluster.api.get(SECRETS, NS, "pi-ssh"))["data"]
+    cluster.operator.manager.stop()
+    await cluster.clock.advance(0.1)
+    await cluster.operator.stop()
+    cluster.operator = InProcessOperator(cluster.api, [MPIJobController], clock=cluster.clock)
+    cluster.operator.start()
+    await cluster.step()
+    assert cluster.api.count("create", SECRETS) == 2, "sent once more after the restart"
+    await cluster.run(LAUNCHER, W0, W1)
+    assert cluster.api.count("create", SECRETS) == 2, "and remembered from then on"
+    assert (await cluster.api.get(SECRETS, NS, "pi-ssh"))["data"] == before
+    ledger = json.loads(objects.annotations(await cluster.api.get(MPIJOBS, NS, "pi"))[LEDGER_ANNOTATION])
+    assert ledger["created"] == ["secrets/pi-ssh"], "written with the started workers"

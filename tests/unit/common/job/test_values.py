@@ -9,7 +9,7 @@ import pytest
 
 from kubetrain.common.job.compare import contains, merge_diff
 from kubetrain.common.job.facts import PodFacts, PodPhase, ReplicaCounts
-from kubetrain.common.job.ledger import LEDGER_ANNOTATION, Ledger, parse_ranges, render_ranges
+from kubetrain.common.job.ledger import LEDGER_ANNOTATION, Ledger, Unwritten, parse_ranges, render_ranges
 from kubetrain.common.job.limits import MAX_REPLICAS
 from kubetrain.common.job.verdict import JobState, default_verdict
 
@@ -131,3 +131,14 @@ def test_default_verdict(counts: dict[str, ReplicaCounts], state: JobState) -> N
 def test_default_verdict_names_the_first_failed_type_in_order() -> None:
     verdict = default_verdict({"W": ReplicaCounts(3, failed=2), "P": ReplicaCounts(1, failed=1)}, ["P", "W"])
     assert (verdict.replica_type, verdict.failed, verdict.reason_suffix) == ("P", 1, "Failed")
+
+
+def test_unwritten_creations_are_per_job_and_forgotten_with_a_new_uid() -> None:
+    memory = Unwritten()
+    memory.add(("ns", "pi"), "uid-1", ["secrets/pi-ssh"])
+    memory.add(("ns", "pi"), "uid-1", ["configmaps/x"])
+    assert memory.get(("ns", "pi"), "uid-1") == {"secrets/pi-ssh", "configmaps/x"}
+    assert memory.get(("ns", "pi"), "uid-2") == frozenset(), "a job created again under the same name"
+    assert memory.get(("ns", "other"), "uid-1") == frozenset()
+    memory.forget(("ns", "pi"))
+    assert memory.get(("ns", "pi"), "uid-1") == frozenset() and len(memory) == 0
