@@ -13,9 +13,16 @@ from kubetrain.api import RestartPolicy, TrainingJob
 from kubetrain.common.events import EventType
 from kubetrain.common.job import gang as gangs
 from kubetrain.common.job.children import ChildWriter
-from kubetrain.common.job.labels import job_labels, replica_labels, replica_name
+from kubetrain.common.job.labels import (
+    REPLICA_TYPE_LABEL,
+    job_labels,
+    replica_index,
+    replica_labels,
+    replica_name,
+)
 from kubetrain.common.job.pods import desired_pod
 from kubetrain.common.job.services import ServiceMode, desired_service, job_service, service_ports
+from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
 
 if TYPE_CHECKING:
@@ -71,17 +78,22 @@ class Renderer(Generic[JobT]):
                 wanted[replica_name(job.name, rtype, index)] = _bind(self.service, rtype, index)
         return wanted
 
-    def services_kept(self) -> set[str]:
-        """The Services of the job that may stay although not wanted: those of its present replicas and
-        the job's own, whatever the mode. So a job that began under the other mode (an operator whose
-        mode changed, a job adopted from Kubeflow's operator) keeps the names its running pods use."""
-        job = self._job
-        kept = {job.name}
-        for rtype in self._ctl.replica_types(job):
-            kept.update(
-                replica_name(job.name, rtype, i) for i in range(job.replica_specs[rtype].replicas or 0)
-            )
-        return kept
+    def keeps(self, service: Obj) -> bool:
+        """Whether an existing Service of the job may stay although not wanted: the job's own, or a present
+        replica's, whatever the mode. So a job that began under the other mode (an operator whose mode
+        changed, a job adopted from Kubeflow's operator) keeps the names its running pods use. Read from
+        the Service's labels: no reconcile lists every replica name twice."""
+        job, name = self._job, objects.name(service)
+        if name == job.name:
+            return True
+        labels = objects.labels(service)
+        index = replica_index(labels)
+        rtype = next((t for t in job.replica_specs if t.lower() == labels.get(REPLICA_TYPE_LABEL)), None)
+        if rtype is None or index is None:
+            return False
+        return index < (job.replica_specs[rtype].replicas or 0) and name == replica_name(
+            job.name, rtype, index
+        )
 
     def service(self, rtype: str, index: int) -> Obj:
         """The headless Service of replica `rtype`/`index`, named like its pod."""

@@ -55,7 +55,6 @@ class JobSync(Generic[JobT]):
 
     def __init__(self, ctl: JobContract[JobT], raw: Obj, job: JobT) -> None:
         self.ctl = ctl
-        self.job = job
         self.raw = raw
         self.now: datetime = ctl.clock.now()
         owner = objects.owner_reference(raw)
@@ -191,9 +190,8 @@ class JobSync(Generic[JobT]):
         wanted = self.render.services()
         missing = islice((r for n, r in wanted.items() if n not in self.view.services), CREATES_PER_RECONCILE)
         await self.writer.create_all(SERVICES, (render() for render in missing), expect="services")
-        for name in self.view.services_except(self.render.services_kept()):
-            service = self.view.services[name]
-            if not objects.is_deleting(service):
+        for name, service in sorted(self.view.services.items()):
+            if not self.render.keeps(service) and not objects.is_deleting(service):
                 await self.writer.delete(SERVICES, name, uid=objects.uid(service), expect="services")
 
     async def _sync_podgroup(self) -> bool:
