@@ -31,7 +31,7 @@ from opbench.identity import USER_GROUP
 from opbench.peers import Limits, build_peers, extra_controllers, parse_peer_names, peer_command, peers
 from opbench.report import Mode, Row, render_json, render_markdown
 from opbench.runner import Command, Settings, run_one
-from opbench.subject import Readiness, expand
+from opbench.subject import PLACEHOLDERS, Readiness, expand
 from opbench.workload import Workload, kind_by_name
 
 __all__ = ["main"]
@@ -160,9 +160,7 @@ def _check(args: argparse.Namespace) -> tuple[list[Mode], dict[Mode, Command], l
         raise ValueError("--modes: name the peers with --peer")
     peer_names = parse_peer_names(args.peer, kind, peers())
     commands = _commands(args)
-    sample = {
-        k: "x" for k in ("kubeconfig", "namespace", "port", "port2", "python", "kind", "jobs", "replicas")
-    }
+    sample = {k: "x" for k in PLACEHOLDERS if k != "run_for"}
     expand(commands[Mode.OPERATOR].template, {**sample, "run_for": "2s"})
     if args.audit_log and not args.kubeconfig:
         raise ValueError("--audit-log goes with --kubeconfig (a started plane has its own audit log)")

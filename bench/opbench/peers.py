@@ -10,7 +10,8 @@ own lower defaults. Like every process under test it acts as a ServiceAccount of
 are counted in the audit log) and watches every namespace.
 
 training-operator (PyTorchJob, TFJob): `--enable-scheme` the measured kind only; `--kube-api-qps`,
-`--kube-api-burst`, `--controller-threads`; no leader election and no metrics (as kubetrain is run); info
+`--kube-api-burst`, `--controller-threads`; no leader election (as kubetrain is run); its metrics on a
+loopback port (`{port3}`), read at the end of the run for controller-runtime's reconcile histogram; info
 logging (its default is development mode, debug). It always starts its webhook server and certificate
 rotator, whatever is registered: the rotator reads the Secret `training-operator-webhook-cert` of its
 namespace (`MY_POD_NAMESPACE`, set to the run's) and waits for `tls.crt` in the fixed directory
@@ -164,11 +165,14 @@ def peer_command(peer: Peer, kind: KindInfo, limits: Limits) -> Command:
         template = (
             f"{binary} --kubeconfig {{kubeconfig}} --enable-scheme={kind.kind.lower()} "
             f"--kube-api-qps={qps} --kube-api-burst={limits.burst} --controller-threads={limits.workers} "
-            "--leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:{port} "
+            "--leader-elect=false --metrics-bind-address=127.0.0.1:{port3} "
+            "--health-probe-bind-address=127.0.0.1:{port} "
             "--webhook-server-port={port2} --zap-log-level=info"
         )
         ready = Readiness("log", f'Starting workers.*"controller": "{kind.kind.lower()}-controller"')
-        return Command(template, ready, unset=_NOT_INHERITED, prepare=_training_operator_setup)
+        metrics = "http://127.0.0.1:{port3}/metrics"  # controller-runtime's reconcile histogram
+        setup = _training_operator_setup
+        return Command(template, ready, unset=_NOT_INHERITED, prepare=setup, metrics=metrics)
     if peer.name == MPI_OPERATOR:
         template = (
             f"{binary} --kubeConfig {{kubeconfig}} --lock-namespace {{namespace}} --kube-api-qps={qps} "

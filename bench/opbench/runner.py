@@ -217,6 +217,7 @@ def _placeholders(workload: Workload, namespace: str, identity: Identity) -> dic
         "namespace": namespace,
         "port": str(free_port()),
         "port2": str(free_port()),
+        "port3": str(free_port()),
         "python": sys.executable,
         "kind": workload.kind.kind,
         "jobs": str(workload.jobs),

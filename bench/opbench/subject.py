@@ -2,9 +2,10 @@
 
 The command is a template split like a shell line, then each word formatted with the run's values:
 `{kubeconfig}` (the identity's kubeconfig), `{namespace}` (the run's namespace), `{port}` (a free
-loopback port, e.g. for a health endpoint), `{port2}` (another one, e.g. for a webhook server), `{python}`
-(this interpreter), `{kind}`, `{jobs}`, `{replicas}`, `{run_for}`. It runs in its own session (the whole
-tree is signalled and killed with it) with its output in a log file, and it is killed if the benchmark dies.
+loopback port, e.g. for a health endpoint), `{port2}` and `{port3}` (two more, e.g. for a webhook server
+and metrics), `{python}` (this interpreter), `{kind}`, `{jobs}`, `{replicas}`, `{run_for}`. It runs in its
+own session (the whole tree is signalled and killed with it) with its output in a log file, and it is
+killed if the benchmark dies.
 
 Readiness, so that the clock starts only once the process can act: `url:URL` (a template too; ready when
 it answers 200), `log:REGEX` (ready when its output matches), or `after:SECONDS`.
@@ -27,7 +28,9 @@ from kubetrain.testing.process import ComponentProcess
 
 __all__ = ["PLACEHOLDERS", "Readiness", "Subject", "expand"]
 
-PLACEHOLDERS = ("kubeconfig", "namespace", "port", "port2", "python", "kind", "jobs", "replicas", "run_for")
+PLACEHOLDERS = (
+    "kubeconfig", "namespace", "port", "port2", "port3", "python", "kind", "jobs", "replicas", "run_for",
+)  # fmt: skip
 
 
 def expand(template: str, values: Mapping[str, str]) -> list[str]:

@@ -4,9 +4,13 @@
 The same (object, type, reason, message) within the aggregation window bumps `count` and
 `lastTimestamp` on the existing Event with a patch instead of creating a new one. A per-object token
 bucket (burst 25, one more every 5 minutes) drops the excess of a restart storm. Write errors are
-logged and dropped: an Event is a courtesy, not state. Nothing is dropped silently: `dropped` counts by
-reason (`spam`, `backlog`, `error`), and so does the optional `on_drop(reason)` callback (the operator
-feeds its `kubetrain_events_dropped_total` metric with it). The operator gives the recorder an API client
+logged and dropped: an Event is a courtesy, not state. What the recorder remembers per object (the
+aggregation records and the token buckets) is kept in order of last use and forgotten from the oldest end
+once it can no longer matter (a record after the window; a bucket once it would have refilled), so memory
+stays bounded by the recent objects and each event costs O(1), however many jobs the operator has seen.
+Nothing is dropped silently: `dropped` counts by reason (`spam`, `backlog`, `error`), and so does the
+optional `on_drop(reason)` callback (the operator feeds its `kubetrain_events_dropped_total` metric with
+it). The operator gives the recorder an API client
 of its own, with its own rate limit, as client-go's event broadcaster has: Events never wait behind, nor
 delay, the pod and Service writes of the reconciles.
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -102,8 +106,12 @@ class KubeEventRecorder:
         self._clock = clock
         self._window = aggregation_window
         self._bucket_args = (1.0 / refill_seconds, burst)
-        self._buckets: dict[ObjectRef, TokenBucket] = {}
-        self._seen: dict[_Key, _Seen] = {}
+        self._bucket_rest = refill_seconds * burst
+        """Unused this long, a bucket is full again: forgetting it is the same as keeping it."""
+        self._buckets: OrderedDict[ObjectRef, tuple[TokenBucket, float]] = OrderedDict()
+        """By last use, oldest first: each bucket with the time it was last used."""
+        self._seen: OrderedDict[_Key, _Seen] = OrderedDict()
+        """By `last`, oldest first."""
         self._pending: asyncio.Queue[tuple[_Key, datetime]] = asyncio.Queue(max_pending)
         self.dropped: Counter[str] = Counter()
         self._on_drop = on_drop
@@ -113,14 +121,26 @@ class KubeEventRecorder:
     ) -> None:
         ref = obj if isinstance(obj, ObjectRef) else ObjectRef.of(obj)
         log.info("%s %s/%s: %s %s", ref.kind, ref.namespace, ref.name, reason, message)
-        bucket = self._buckets.setdefault(ref, TokenBucket(*self._bucket_args, clock=self._clock))
-        if not bucket.try_take():
+        if not self._bucket(ref).try_take():
             self._drop("spam")
             return
         try:
             self._pending.put_nowait(((ref, event_type, reason, message[:1024]), self._clock.now()))
         except asyncio.QueueFull:
             self._drop("backlog")
+
+    def _bucket(self, ref: ObjectRef) -> TokenBucket:
+        """`ref`'s token bucket, marked as used now; buckets at rest are forgotten first."""
+        now = self._clock.monotonic()
+        while self._buckets:
+            oldest, (_, used) = next(iter(self._buckets.items()))
+            if now - used < self._bucket_rest:
+                break
+            del self._buckets[oldest]
+        entry = self._buckets.pop(ref, None)
+        bucket = entry[0] if entry is not None else TokenBucket(*self._bucket_args, clock=self._clock)
+        self._buckets[ref] = (bucket, now)
+        return bucket
 
     def _drop(self, why: str) -> None:
         self.dropped[why] += 1
@@ -152,7 +172,7 @@ class KubeEventRecorder:
         seen = self._seen.get(key)
         if seen is not None:
             try:
-                await self._bump(key[0], seen, when)
+                await self._bump(key, seen, when)
                 return
             except NotFound:
                 del self._seen[key]
@@ -160,15 +180,20 @@ class KubeEventRecorder:
         await self._api.create(EVENTS, key[0].namespace or "default", self._event_body(name, key, when))
         self._seen[key] = _Seen(name, 1, self._clock.monotonic())
 
-    async def _bump(self, ref: ObjectRef, seen: _Seen, when: datetime) -> None:
+    async def _bump(self, key: _Key, seen: _Seen, when: datetime) -> None:
+        ref = key[0]
         patch = {"count": seen.count + 1, "lastTimestamp": _ts(when)}
         await self._api.patch(EVENTS, ref.namespace or "default", seen.event_name, patch)
         seen.count += 1
         seen.last = self._clock.monotonic()
+        self._seen.move_to_end(key)
 
     def _expire(self) -> None:
         horizon = self._clock.monotonic() - self._window
-        for key in [k for k, s in self._seen.items() if s.last < horizon]:
+        while self._seen:
+            key, seen = next(iter(self._seen.items()))
+            if seen.last >= horizon:
+                break
             del self._seen[key]
 
     def _event_body(self, name: str, key: _Key, when: datetime) -> Obj:

@@ -27,6 +27,8 @@ __all__ = [
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
+    if type(meta) is dict:  # what decoded JSON always holds; the ABC check below is the slow path
+        return meta
     return meta if isinstance(meta, Mapping) else {}
 
 

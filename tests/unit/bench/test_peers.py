@@ -40,6 +40,7 @@ VALUES = {
     "namespace": "bench-peer-10",
     "port": "4001",
     "port2": "4002",
+    "port3": "4003",
     "python": "py",
     "kind": "PyTorchJob",
     "jobs": "10",
@@ -155,7 +156,10 @@ def test_training_operator_gets_kubetrains_limits_and_only_the_measured_kind() -
     assert (got["kube-api-qps"], got["kube-api-burst"], got["controller-threads"]) == ("50", "100", "5")
     assert got["health-probe-bind-address"] == "127.0.0.1:4001"
     assert got["webhook-server-port"] == "4002"
-    assert (got["leader-elect"], got["metrics-bind-address"]) == ("false", "0")
+    assert (got["leader-elect"], got["metrics-bind-address"]) == ("false", "127.0.0.1:4003")
+    # its reconcile histogram is read from the same port
+    assert command.metrics is not None
+    assert command.metrics.format_map(VALUES) == "http://127.0.0.1:4003/metrics"
     assert command.unset >= {"KUBECONFIG", "KUBEFLOW_NAMESPACE"}
     assert command.prepare is not None
     assert flags(expand(peer_command(peer, TFJOB, LIMITS).template, VALUES))["enable-scheme"] == "tfjob"

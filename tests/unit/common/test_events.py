@@ -124,3 +124,47 @@ async def test_a_deleted_event_is_recreated_instead_of_patched(setup) -> None:
     recorder.record(JOB, EventType.NORMAL, "R", "m")
     await recorder.flush()
     assert [e["count"] for e in await events(api)] == [1]
+
+
+async def test_a_merged_event_stays_mergeable_while_older_ones_expire(setup) -> None:
+    """Expiry goes by last use: an Event bumped recently outlives one written after it but not since."""
+    clock, api, recorder = setup
+    recorder.record(JOB, EventType.NORMAL, "A", "a")
+    await recorder.flush()
+    await clock.advance(10)
+    recorder.record(JOB, EventType.NORMAL, "B", "b")
+    await recorder.flush()
+    await clock.advance(490)
+    recorder.record(JOB, EventType.NORMAL, "A", "a")  # A's last use: t=500
+    await recorder.flush()
+    await clock.advance(150)  # t=650: B (last used at t=10) is out of the window, A is not
+    recorder.record(JOB, EventType.NORMAL, "B", "b")
+    recorder.record(JOB, EventType.NORMAL, "A", "a")
+    await recorder.flush()
+    got = sorted((e["reason"], e["count"]) for e in await events(api))
+    assert got == [("A", 3), ("B", 1), ("B", 1)]
+
+
+async def test_a_quiet_objects_bucket_is_kept_until_it_would_have_refilled(setup) -> None:
+    clock, api, recorder = setup
+    for i in range(25):
+        recorder.record(JOB, EventType.WARNING, "R", f"first {i}")
+    await clock.advance(900)  # past the aggregation window; 3 tokens back, not 25
+    for i in range(10):
+        recorder.record(JOB, EventType.WARNING, "R", f"second {i}")
+    await recorder.flush()
+    assert len(await events(api)) == 28
+    assert recorder.dropped == {"spam": 7}
+
+
+async def test_what_is_remembered_per_object_is_forgotten_once_it_cannot_matter(setup) -> None:
+    """An operator that has seen 1,000 jobs come and go keeps nothing of them (memory stays bounded)."""
+    clock, _, recorder = setup
+    for i in range(1000):
+        recorder.record(ObjectRef("v1", "Pod", "ns", f"p{i}", f"u{i}"), EventType.NORMAL, "R", "m")
+    await recorder.flush()
+    assert (len(recorder._seen), len(recorder._buckets)) == (1000, 1000)
+    await clock.advance(25 * 300)  # the aggregation window and a full refill
+    recorder.record(JOB, EventType.NORMAL, "R", "m")
+    await recorder.flush()
+    assert (len(recorder._seen), len(recorder._buckets)) == (1, 1)
