@@ -190,7 +190,11 @@ def render_markdown(rows: Sequence[Row], *, title: str, notes: Sequence[str] = (
 def _times_line(row: Row) -> str:
     times = row.reconciles
     assert times is not None
-    return f"{times.count} reconciles, p50 <= {_num(times.p50, 3)} s, p99 <= {_num(times.p99, 3)} s"
+    line = f"{times.count} reconciles, p50 <= {_num(times.p50, 3)} s, p99 <= {_num(times.p99, 3)} s"
+    if times.throttle_p99 is not None:
+        wait = _num(times.throttle_p99, 3)
+        line += f"; its requests' waits for its own client rate limiter: p99 <= {wait} s"
+    return line
 
 
 def _calls_line(row: Row) -> str:

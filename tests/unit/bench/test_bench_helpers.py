@@ -339,4 +339,18 @@ def test_reconcile_quantiles_come_from_the_operators_own_histogram_summed_over_c
     assert got == ReconcileTimes(count=100, p50=0.005, p99=0.3)
     assert parse_reconcile_times("") == ReconcileTimes(count=0, p50=None, p99=None)
     text = render_markdown([row(Mode.OPERATOR, 10, 1.0, reconciles=got)], title="t")
-    assert "- operator N=10: 100 reconciles, p50 <= 0.005 s, p99 <= 0.300 s" in text
+    assert "- operator N=10: 100 reconciles, p50 <= 0.005 s, p99 <= 0.300 s\n" in text
+
+
+def test_the_rate_limiter_waits_are_read_beside_the_reconcile_times() -> None:
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    metrics.controller("pytorchjob-controller")
+    metrics.reconcile_time.labels("pytorchjob-controller").observe(0.7)
+    waits = [0.0] * 95 + [0.5] * 5  # 100 requests, 5 of them throttled
+    for seconds in waits:
+        metrics.rest_throttled.labels("POST", "h:6443").observe(seconds)
+    got = parse_reconcile_times(generate_latest(registry).decode())
+    assert (got.count, got.p99, got.throttle_p99) == (1, 0.7, 0.5)
+    text = render_markdown([row(Mode.OPERATOR, 10, 1.0, reconciles=got)], title="t")
+    assert "p99 <= 0.700 s; its requests' waits for its own client rate limiter: p99 <= 0.500 s" in text
