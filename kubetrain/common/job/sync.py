@@ -235,6 +235,9 @@ class JobSync(Generic[JobT]):
             b.creation_failed(failures[0].kind, failures[0].message)
         else:
             b.creation_succeeded()
+        if is_succeeded(b.status):
+            # as finish() will: the replicas still active count as succeeded, in this same status write
+            b.no_active(into_succeeded=True)
         await self.report.write(b)
         if self.finished:
             if (

@@ -79,3 +79,23 @@ async def test_a_job_managed_by_another_controller_is_left_alone(cluster: Cluste
     assert "status" not in await cluster.job()
     writes = [c.verb for c in cluster.api.calls if c.verb in ("create", "patch", "delete", "replace")]
     assert writes == ["create"], "only the user's create of the job itself"
+
+
+@pytest.mark.parametrize("policy", [CleanPodPolicy.NONE, CleanPodPolicy.RUNNING])
+async def test_success_is_one_status_write_with_the_replicas_still_active_counted_as_succeeded(
+    cluster: Cluster, policy: CleanPodPolicy
+) -> None:
+    """As the Kubeflow operators do, in one write: a second write of only the counts is a request wasted
+    per job (at 500 jobs and QPS 50, ten seconds)."""
+    await cluster.submit(toy_job(workers=2, run_policy=RunPolicy(clean_pod_policy=policy)))
+    await cluster.run_all()
+    before = cluster.api.count("patch", TOY)
+    await cluster.set_phase("toy-leader-0", "Succeeded", exit_code=0)
+    await cluster.step(5)
+    assert await cluster.is_true("Succeeded")
+    assert cluster.api.count("patch", TOY) - before == 1
+    statuses = (await cluster.job())["status"]["replicaStatuses"]
+    assert {rtype: (s["active"], s["succeeded"]) for rtype, s in statuses.items()} == {
+        "Leader": (0, 1),
+        "Worker": (0, 2),
+    }
