@@ -65,15 +65,15 @@ async def test_example_runs_with_the_collective_env_and_succeeds_when_the_master
 
     for name in names[1:]:
         control_plane.finish_pod(namespace, name, Outcome.SUCCEEDED)
-    await wait_until(lambda: _phase(operator, namespace, names[2], "Succeeded"), what="the workers Succeeded")
+    await wait_until(lambda: _workers_succeeded(operator, namespace, 2), what="the status counts 2 workers")
     assert await operator.condition(namespace, JOB, "Succeeded") is None  # the master decides
     control_plane.finish_pod(namespace, names[0], Outcome.SUCCEEDED)
     assert await operator.reason(namespace, JOB, "Succeeded") == "XGBoostJobSucceeded"
 
 
-async def _phase(op: InProcessOperator, ns: str, name: str, phase: str) -> bool:
-    pod = (await op.pods(ns)).get(name) or {}
-    return bool(pod.get("status", {}).get("phase") == phase)
+async def _workers_succeeded(op: InProcessOperator, namespace: str, count: int) -> bool:
+    status = (await op.job(namespace, JOB)).get("status") or {}
+    return bool((status.get("replicaStatuses") or {}).get("Worker", {}).get("succeeded") == count)
 
 
 async def test_a_failed_worker_fails_the_job_under_the_default_never(
