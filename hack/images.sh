@@ -14,7 +14,8 @@
 # ($KUBETRAIN_CA_BUNDLE, default /etc/ssl/certs/ca-certificates.crt) through a build secret: it is never
 # copied into an image.
 #
-# Usage: bash hack/images.sh [IMAGE...]   (names as in images/, plus `operator`; default: all)
+# Usage: bash hack/images.sh [IMAGE...]   (names as in images/, plus `operator`; default: ALL, those the
+# images test tier runs; ON_REQUEST images, e.g. trainer-xgboost, are built only when named)
 # Environment: KUBETRAIN_IMAGE_ENGINE=podman|buildah|docker picks the engine; CONTAINERS_CONF is set to
 # hack/containers.conf for podman/buildah when unset (runc, cgroupfs: crun fails on cgroup v1 hosts).
 set -euo pipefail
@@ -33,6 +34,7 @@ PYTHON_IMAGE=localhost/kubetrain/python:3.11
 TORCH_IMAGE=localhost/kubetrain/torch:$TORCH_VERSION
 CA_BUNDLE=${KUBETRAIN_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 ALL=(trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi operator)
+ON_REQUEST=(trainer-xgboost)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -161,7 +163,10 @@ wanted=("$@")
 [ ${#wanted[@]} -eq 0 ] && wanted=("${ALL[@]}")
 needs() { local x; for x in "${wanted[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 for w in "${wanted[@]}"; do
-  case " ${ALL[*]} " in *" $w "*) ;; *) echo "images: unknown image $w (known: ${ALL[*]})" >&2; exit 2 ;; esac
+  case " ${ALL[*]} ${ON_REQUEST[*]} " in
+    *" $w "*) ;;
+    *) echo "images: unknown image $w (known: ${ALL[*]} ${ON_REQUEST[*]})" >&2; exit 2 ;;
+  esac
 done
 
 kubetrain_wheel
@@ -172,7 +177,8 @@ build "$PYTHON_IMAGE" images/python/Containerfile images "BASE_IMAGE=$base"
 if needs trainer-pytorch || needs trainer-horovod; then
   build "$TORCH_IMAGE" images/torch/Containerfile images "PYTHON_IMAGE=$PYTHON_IMAGE"
 fi
-for name in trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi; do
+for name in trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi \
+  trainer-xgboost; do
   needs "$name" || continue
   [ "$name" = trainer-horovod ] && horovod_wheel
   build "$REGISTRY/$name:$VERSION" "images/$name/Containerfile" images \

@@ -1,7 +1,7 @@
 """What the benchmark submits: N jobs of R replicas, and the same N x R pods for the bare-client floor.
 
-Each job has one leader replica (PyTorchJob Master, MPIJob Launcher; TFJob and JAXJob have none: all
-Workers) and R - 1 (or R) Workers. Every pod template carries kwok's `sim.kubetrain.dev/outcome` and
+Each job has one leader replica (PyTorchJob and XGBoostJob Master, MPIJob Launcher; TFJob and JAXJob have
+none: all Workers) and R - 1 (or R) Workers. Every pod template carries kwok's `sim.kubetrain.dev/outcome` and
 `run-for` annotations (see kubetrain.testing.kwok), so the pods run for `run_for` once started and then
 succeed, which makes the job succeed; `restartPolicy: Never` because kwok only finishes such pods.
 
@@ -14,13 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api import JAXJOB, KINDS, MPIJOB, PYTORCHJOB, TFJOB, KindInfo
+from kubetrain.api import JAXJOB, KINDS, MPIJOB, PYTORCHJOB, TFJOB, XGBOOSTJOB, KindInfo
 from kubetrain.common.kube.resources import Resource
 from kubetrain.testing.kwok import Outcome, outcome_annotations
 
 __all__ = ["Workload", "kind_by_name"]
 
-_LEADER = {PYTORCHJOB.kind: "Master", MPIJOB.kind: "Launcher", TFJOB.kind: None, JAXJOB.kind: None}
+_LEADER = {
+    PYTORCHJOB.kind: "Master",
+    MPIJOB.kind: "Launcher",
+    XGBOOSTJOB.kind: "Master",
+    TFJOB.kind: None,
+    JAXJOB.kind: None,
+}
 _IMAGE = "bench.kubetrain.dev/trainer:1"
 _JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 

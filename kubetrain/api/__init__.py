@@ -2,10 +2,12 @@
 
 The public surface, by module:
 
-- models: `TFJob`, `PyTorchJob`, `JAXJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1), their specs,
-  the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`, `JobCondition`, the
-  pod template types and the enumerations. Every model dumps its wire form with `to_wire()`.
-- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `MPIJOB`, all in `KINDS`), `kind_info(job)`.
+- models: `TFJob`, `PyTorchJob`, `JAXJob`, `XGBoostJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1),
+  their specs, the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`,
+  `JobCondition`, the pod template types and the enumerations. Every model dumps its wire form with
+  `to_wire()`.
+- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `XGBOOSTJOB`, `MPIJOB`, all in
+  `KINDS`), `kind_info(job)`.
 - `defaults`: `apply_defaults(job)`, a pure function returning a defaulted copy.
 - `validation`: `validate(job) -> list[FieldError]` and `check_job(job)`, which raises `InvalidJobError`.
 - `load`: `parse_job(mapping)`, `load_jobs(yaml_text)`, `load_valid_jobs(yaml_text)` (parsed, defaulted and
@@ -40,6 +42,7 @@ from kubetrain.api.kinds import (
     MULTIKUEUE_CONTROLLER,
     PYTORCHJOB,
     TFJOB,
+    XGBOOSTJOB,
     AnyJob,
     KindInfo,
     kind_info,
@@ -69,6 +72,7 @@ from kubetrain.api.pytorchjob import (
 )
 from kubetrain.api.tfjob import SuccessPolicy, TFJob, TFJobSpec, TFReplicaType
 from kubetrain.api.validation import check_job, validate
+from kubetrain.api.xgboostjob import XGBoostJob, XGBoostJobSpec, XGBoostReplicaType
 
 __all__ = [
     "GROUP",
@@ -80,6 +84,7 @@ __all__ = [
     "MULTIKUEUE_CONTROLLER",
     "PYTORCHJOB",
     "TFJOB",
+    "XGBOOSTJOB",
     "AnyJob",
     "CleanPodPolicy",
     "ConditionStatus",
@@ -131,6 +136,9 @@ __all__ = [
     "Volume",
     "VolumeMount",
     "WireModel",
+    "XGBoostJob",
+    "XGBoostJobSpec",
+    "XGBoostReplicaType",
     "apply_defaults",
     "check_job",
     "dump_jobs",

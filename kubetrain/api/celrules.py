@@ -95,18 +95,19 @@ def _replica_rules(info: KindInfo, specs: Schema) -> None:
         ),
     )
     masters = sorted(info.master_types)
-    if not masters:  # e.g. JAXJob: every replica is a Worker
-        return
-    master_names = ", ".join(f"'{rtype.lower()}'" for rtype in masters)
-    _add(
-        specs,
-        _rule(
-            f"self.all(k, !(k.lowerAscii() in [{master_names}]) || !has(self[k].replicas) "
-            "|| self[k].replicas == 1)",
-            f"{field}: {' and '.join(masters)} must have replicas: 1 (one per job)"
-            + ("; run more replicas as Workers" if "Worker" in info.replica_types else ""),
-        ),
-    )
+    if masters:  # JAXJob has none: every replica is a Worker
+        master_names = ", ".join(f"'{rtype.lower()}'" for rtype in masters)
+        _add(
+            specs,
+            _rule(
+                f"self.all(k, !(k.lowerAscii() in [{master_names}]) || !has(self[k].replicas) "
+                "|| self[k].replicas == 1)",
+                f"{field}: {' and '.join(masters)} must have replicas: 1 (one per job)"
+                + ("; run more replicas as Workers" if "Worker" in info.replica_types else ""),
+            ),
+        )
+    for rtype in info.required_types:  # MPIJob's Launcher, XGBoostJob's Master
+        _add(specs, _rule(_has_type(rtype), f"{field}.{rtype} is required; add a {rtype} with replicas: 1"))
 
 
 def _tf_rules(specs: Schema) -> None:
@@ -123,10 +124,6 @@ def _tf_rules(specs: Schema) -> None:
 def _mpi_rules(specs: Schema) -> None:
     _add(
         specs,
-        _rule(
-            _has_type("Launcher"),
-            "spec.mpiReplicaSpecs.Launcher is required; add a Launcher with replicas: 1",
-        ),
         _rule(
             "self.all(k, k.lowerAscii() != 'worker' || (has(self[k].replicas) && self[k].replicas >= 1))",
             "spec.mpiReplicaSpecs.Worker.replicas must be 1 or more (unset means 0); set it, or remove the "

@@ -1,4 +1,5 @@
-"""The kind registry: everything the generic code needs to know about TFJob, PyTorchJob, JAXJob and MPIJob.
+"""The kind registry: everything the generic code needs to know about TFJob, PyTorchJob, JAXJob, XGBoostJob
+and MPIJob.
 
 Controllers, defaulting, validation and the CRD generator read identity from here (group, version, names,
 replica types, default container and port, defaults, label values) instead of spelling it out again, so that
@@ -22,6 +23,7 @@ from kubetrain.api.mpijob import MPIJob, MPIReplicaType
 from kubetrain.api.pod import Container
 from kubetrain.api.pytorchjob import PyTorchJob, PyTorchReplicaType
 from kubetrain.api.tfjob import TFJob, TFReplicaType
+from kubetrain.api.xgboostjob import XGBoostJob, XGBoostReplicaType
 
 __all__ = [
     "GROUP",
@@ -31,6 +33,7 @@ __all__ = [
     "MULTIKUEUE_CONTROLLER",
     "PYTORCHJOB",
     "TFJOB",
+    "XGBOOSTJOB",
     "AnyJob",
     "KindInfo",
     "kind_info",
@@ -41,7 +44,7 @@ GROUP = "kubeflow.org"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 """The `runPolicy.managedBy` value with which Kueue's MultiKueue takes a job over; we then leave it alone."""
 
-AnyJob = TFJob | PyTorchJob | JAXJob | MPIJob
+AnyJob = TFJob | PyTorchJob | JAXJob | XGBoostJob | MPIJob
 """Any job this operator serves."""
 
 
@@ -79,9 +82,12 @@ class KindInfo:
     owned_env: frozenset[str] = field(compare=False, default=frozenset())
     """Env var names the operator always sets in the containers it configures; users must not set them."""
     env_in_every_container: bool = False
-    """Whether the operator configures every container of a pod (PyTorch, JAX), not only the default one."""
+    """Whether the operator configures every container of a pod (PyTorch, JAX, XGBoost), not only the default
+    one."""
     scale_replica_type: str | None = None
     """The replica type the CRD's scale subresource scales (`kubectl scale`, HPA); None: no subresource."""
+    required_types: tuple[str, ...] = ()
+    """The replica types every job must have (MPIJob's Launcher, XGBoostJob's Master); empty: none."""
 
     @property
     def api_version(self) -> str:
@@ -199,6 +205,31 @@ JAXJOB = KindInfo(
     scale_replica_type=JAXReplicaType.WORKER,
 )
 
+XGBOOSTJOB = KindInfo(
+    group=GROUP,
+    version="v1",
+    kind="XGBoostJob",
+    plural="xgboostjobs",
+    singular="xgboostjob",
+    short_names=(),
+    categories=("kubeflow",),
+    model=XGBoostJob,
+    replica_specs_field="xgbReplicaSpecs",
+    replica_types=tuple(XGBoostReplicaType),
+    master_types=frozenset({XGBoostReplicaType.MASTER}),
+    required_types=(XGBoostReplicaType.MASTER,),
+    default_container_name="xgboost",
+    default_port_name="xgboostjob-port",
+    default_port=9999,
+    default_restart_policy=_frozen({t: RestartPolicy.NEVER for t in XGBoostReplicaType}),
+    default_replicas=_frozen({t: 1 for t in XGBoostReplicaType}),
+    operator_name="xgboostjob-controller",
+    controller_name=_TRAINING_OPERATOR,
+    managed_by_values=(_TRAINING_OPERATOR, MULTIKUEUE_CONTROLLER),
+    owned_env=frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "WORKER_ADDRS", "WORKER_PORT"}),
+    env_in_every_container=True,
+)
+
 _MPI_OPERATOR = "kubeflow.org/mpi-operator"
 
 MPIJOB = KindInfo(
@@ -213,6 +244,7 @@ MPIJOB = KindInfo(
     replica_specs_field="mpiReplicaSpecs",
     replica_types=tuple(MPIReplicaType),
     master_types=frozenset({MPIReplicaType.LAUNCHER}),
+    required_types=(MPIReplicaType.LAUNCHER,),
     default_container_name=None,
     default_port_name=None,
     default_port=None,
@@ -226,7 +258,7 @@ MPIJOB = KindInfo(
     owned_env=frozenset({"K_MPI_JOB_ROLE"}),
 )
 
-KINDS: tuple[KindInfo, ...] = (TFJOB, PYTORCHJOB, MPIJOB, JAXJOB)
+KINDS: tuple[KindInfo, ...] = (TFJOB, PYTORCHJOB, MPIJOB, JAXJOB, XGBOOSTJOB)
 """Every kind this operator serves."""
 
 _BY_MODEL: dict[type[Any], KindInfo] = {info.model: info for info in KINDS}

@@ -4,8 +4,9 @@ A user-set TF_CONFIG, RANK or OMPI_MCA_orte_default_hostfile would compete with 
 renders and break the job in a way that is hard to see; validation rejects them up front. The names follow
 what the Kubeflow operators inject (TF_CONFIG into the `tensorflow` container; the torch distributed and
 torchrun `PET_*` env into every PyTorch container; the `jax.distributed` coordinator env into every JAX
-container; the MPI role and per-implementation launcher env into containers[0]). Env vars the operator
-sets only as a convenience (PYTHONUNBUFFERED) are not reserved.
+container; the collective's MASTER_*, WORLD_SIZE, RANK and WORKER_* env into every XGBoost container; the
+MPI role and per-implementation launcher env into containers[0]). Env vars the operator sets only as a
+convenience (PYTHONUNBUFFERED) are not reserved.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def owned_env_names(job: TrainingJob[Any], replica_type: str) -> frozenset[str]:
 
 def configured_containers(job: TrainingJob[Any], containers: list[Container]) -> list[int]:
     """Indexes of the containers given the operator's env: all of them for kinds that configure every
-    container (PyTorch, JAX), else the default one."""
+    container (PyTorch, JAX, XGBoost), else the default one."""
     info = kind_info(job)
     if info.env_in_every_container:
         return list(range(len(containers)))

@@ -108,6 +108,9 @@ def _replica_specs_errors(info: KindInfo, job: TrainingJob[Any]) -> Iterator[Fie
             field, "is required", f"add at least one replica type: {', '.join(info.replica_types)}"
         )
         return
+    for rtype in info.required_types:
+        if rtype not in specs:
+            yield FieldError(f"{field}.{rtype}", "is required", f"add a {rtype} with replicas: 1")
     for rtype, spec in specs.items():
         path = f"{field}.{rtype}"
         if rtype not in info.replica_types:

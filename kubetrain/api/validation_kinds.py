@@ -106,8 +106,6 @@ def _elastic_errors(elastic: ElasticPolicy, workers: int | None, nproc: str | No
 def _mpi_errors(job: MPIJob) -> Iterator[FieldError]:
     spec = job.spec
     specs = spec.mpi_replica_specs
-    if specs and MPIReplicaType.LAUNCHER not in specs:
-        yield FieldError("spec.mpiReplicaSpecs.Launcher", "is required", "add a Launcher with replicas: 1")
     workers = specs.get(MPIReplicaType.WORKER)
     if workers is not None and workers.replicas is not None and workers.replicas == 0:
         yield FieldError(

@@ -19,9 +19,31 @@ from kubeflow.training.constants import constants
 
 
 def create(client: TrainingClient, kind: str, name: str, _arg: str) -> Any:
-    """A job as the SDK builds it from an image: a PyTorchJob gets Master + 1 Worker, a TFJob 2 Workers."""
-    client.create_job(name=name, job_kind=kind, base_image="trainer:1", num_workers=2)
+    """A job as the SDK builds it from an image: a PyTorchJob gets Master + 1 Worker, a TFJob 2 Workers.
+    The SDK builds no other kind from an image; an XGBoostJob is written as its model, Master + 1 Worker."""
+    if kind == constants.XGBOOSTJOB_KIND:
+        client.create_job(job=xgboostjob(name))
+    else:
+        client.create_job(name=name, job_kind=kind, base_image="trainer:1", num_workers=2)
     return {"created": name}
+
+
+def xgboostjob(name: str) -> Any:
+    """The SDK's XGBoostJob model: a Master and a Worker, each one `xgboost` container."""
+    container = models.V1Container(name=constants.XGBOOSTJOB_CONTAINER, image="trainer:1")
+    template = models.V1PodTemplateSpec(spec=models.V1PodSpec(containers=[container]))
+    return models.KubeflowOrgV1XGBoostJob(
+        api_version=constants.API_VERSION,
+        kind=constants.XGBOOSTJOB_KIND,
+        metadata=models.V1ObjectMeta(name=name),
+        spec=models.KubeflowOrgV1XGBoostJobSpec(
+            run_policy=models.KubeflowOrgV1RunPolicy(),
+            xgb_replica_specs={
+                "Master": models.KubeflowOrgV1ReplicaSpec(replicas=1, template=template),
+                "Worker": models.KubeflowOrgV1ReplicaSpec(replicas=1, template=template),
+            },
+        ),
+    )
 
 
 def create_managed_by(client: TrainingClient, kind: str, name: str, managed_by: str) -> Any:

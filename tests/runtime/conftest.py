@@ -37,6 +37,8 @@ _STRIP = (
     "COORDINATOR_PORT",
     "NUM_PROCESSES",
     "PROCESS_ID",
+    "WORKER_ADDRS",
+    "WORKER_PORT",
 )
 _STRIP_PREFIXES = ("PET_", "OMPI_", "PMI_", "PMIX_", "HYDRA_", "I_MPI_", "MPI4PY_")
 

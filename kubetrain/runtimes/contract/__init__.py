@@ -8,6 +8,7 @@ that a training image needs nothing of the operator's dependencies to parse its 
 - `TFConfig`: the TF_CONFIG document, render/parse, and the strategy it implies.
 - `TorchEnv` (operator side) and `TorchProcess` (process side) for PyTorchJob.
 - `JaxEnv` (both sides) for JAXJob.
+- `XGBoostEnv` (both sides) for XGBoostJob.
 - `Hostfile`, `DiscoverHosts`, `launcher_env`, `worker_env`, `MPIProcess` for MPIJob.
 - `ContractError`: a missing or malformed value, naming the variable and the fix.
 """
@@ -29,6 +30,7 @@ from kubetrain.runtimes.contract.mpi import (
 )
 from kubetrain.runtimes.contract.tfconfig import StrategyKind, TFConfig, TFReplicaType, TFTask
 from kubetrain.runtimes.contract.torchenv import MasterEnv, RendezvousEnv, TorchEnv, TorchProcess
+from kubetrain.runtimes.contract.xgbenv import XGBoostEnv
 
 __all__ = [
     "ContractError",
@@ -47,6 +49,7 @@ __all__ = [
     "TFTask",
     "TorchEnv",
     "TorchProcess",
+    "XGBoostEnv",
     "launcher_env",
     "names",
     "worker_env",

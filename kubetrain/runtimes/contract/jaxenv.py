@@ -9,13 +9,12 @@ processes (every replica of the job) and this process's id (its replica index). 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kubetrain.runtimes.contract import names as n
 from kubetrain.runtimes.contract.errors import ContractError
-from kubetrain.runtimes.contract.values import optional, parse_int, require
+from kubetrain.runtimes.contract.values import check_host, check_port, optional, parse_int, require
 
 __all__ = ["JaxEnv"]
 
@@ -23,8 +22,6 @@ _FIX = (
     "The operator sets COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID in every "
     "container of a JAXJob; set all four, or none to run a single process"
 )
-_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)$")
-"""A DNS name or IPv4 address, or an IPv6 address in brackets: what may stand before `:port`."""
 _NAMES = (n.COORDINATOR_ADDRESS, n.COORDINATOR_PORT, n.NUM_PROCESSES, n.PROCESS_ID)
 
 
@@ -39,12 +36,8 @@ class JaxEnv:
     process_id: int
 
     def __post_init__(self) -> None:
-        host = self.coordinator_address
-        if not _HOST.match(host):
-            raise ContractError(n.COORDINATOR_ADDRESS, f"{host!r} is not a host name or address", _FIX)
-        if not 1 <= self.coordinator_port <= 65535:
-            problem = f"port {self.coordinator_port} is outside 1..65535"
-            raise ContractError(n.COORDINATOR_PORT, problem, _FIX)
+        check_host(self.coordinator_address, n.COORDINATOR_ADDRESS, _FIX)
+        check_port(self.coordinator_port, n.COORDINATOR_PORT, _FIX)
         if self.num_processes < 1:
             raise ContractError(n.NUM_PROCESSES, f"{self.num_processes} is less than 1", _FIX)
         if not 0 <= self.process_id < self.num_processes:

@@ -1,6 +1,6 @@
 """Environment variable names and file paths shared by the operator and the code in the pods.
 
-The names are those the Kubeflow training-operator (TFJob, PyTorchJob, JAXJob) and mpi-operator
+The names are those the Kubeflow training-operator (TFJob, PyTorchJob, JAXJob, XGBoostJob) and mpi-operator
 (MPIJob v2beta1) inject, so that training code written for Kubeflow runs unchanged under kubetrain.
 """
 
@@ -69,6 +69,8 @@ __all__ = [
     "TF_CONFIG",
     "TF_USE_LEGACY_KERAS",
     "TORCHELASTIC_RUN_ID",
+    "WORKER_ADDRS",
+    "WORKER_PORT",
     "WORLD_SIZE",
 ]
 
@@ -117,6 +119,13 @@ NUM_PROCESSES: Final = "NUM_PROCESSES"
 """Every replica of the job (one JAX process per pod)."""
 PROCESS_ID: Final = "PROCESS_ID"
 """The replica's index."""
+
+# --- XGBoostJob: MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK and PYTHONUNBUFFERED above, and ------------
+WORKER_ADDRS: Final = "WORKER_ADDRS"
+"""Comma-separated `<job>-worker-<i>` addresses, one per replica but the master (for LightGBM's machine list);
+set only when the job has more than one replica."""
+WORKER_PORT: Final = "WORKER_PORT"
+"""The Worker's `xgboostjob-port` (9999 by default); set only with WORKER_ADDRS."""
 
 # --- MPIJob (v2beta1): set by the operator on the launcher and workers --------------------------
 K_MPI_JOB_ROLE: Final = "K_MPI_JOB_ROLE"

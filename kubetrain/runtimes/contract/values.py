@@ -6,11 +6,23 @@ what should have been set.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from kubetrain.runtimes.contract.errors import ContractError
 
-__all__ = ["format_host_port", "optional", "parse_host_port", "parse_int", "require"]
+__all__ = [
+    "check_host",
+    "check_port",
+    "format_host_port",
+    "optional",
+    "parse_host_port",
+    "parse_int",
+    "require",
+]
+
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)$")
+"""A DNS name or IPv4 address, or an IPv6 address in brackets: what may stand before `:port`."""
 
 
 def require(env: Mapping[str, str], name: str, fix: str) -> str:
@@ -56,3 +68,15 @@ def parse_host_port(value: str, name: str, fix: str) -> tuple[str, int]:
 def format_host_port(host: str, port: int) -> str:
     """The inverse of parse_host_port."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def check_host(host: str, name: str, fix: str) -> None:
+    """`host` is a host name or address without a port (IPv6 in brackets)."""
+    if not _HOST.match(host):
+        raise ContractError(name, f"{host!r} is not a host name or address", fix)
+
+
+def check_port(port: int, name: str, fix: str) -> None:
+    """`port` is in 1..65535."""
+    if not 1 <= port <= 65535:
+        raise ContractError(name, f"port {port} is outside 1..65535", fix)

@@ -111,9 +111,8 @@ def test_crd_identity_comes_from_the_kind_registry(info: KindInfo) -> None:
     assert names.get("shortNames", []) == list(info.short_names)
     assert names.get("categories", []) == list(info.categories)
     version = _version(info)
-    assert (
-        version["name"] == {"TFJob": "v1", "PyTorchJob": "v1", "MPIJob": "v2beta1", "JAXJob": "v1"}[info.kind]
-    )
+    versions = {"TFJob": "v1", "PyTorchJob": "v1", "MPIJob": "v2beta1", "JAXJob": "v1", "XGBoostJob": "v1"}
+    assert version["name"] == versions[info.kind]
     assert version["served"] is True and version["storage"] is True
 
 

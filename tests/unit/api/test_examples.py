@@ -15,6 +15,7 @@ from kubetrain.api import (
     MPIJob,
     PyTorchJob,
     TFJob,
+    XGBoostJob,
     apply_defaults,
     dump_jobs,
     load_jobs,
@@ -23,7 +24,13 @@ from kubetrain.api import (
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FILES = sorted(EXAMPLES.rglob("*.yaml"))
-FRAMEWORK_DIRS = {"tensorflow": TFJob, "pytorch": PyTorchJob, "mpi": MPIJob, "jax": JAXJob}
+FRAMEWORK_DIRS = {
+    "tensorflow": TFJob,
+    "pytorch": PyTorchJob,
+    "mpi": MPIJob,
+    "jax": JAXJob,
+    "xgboost": XGBoostJob,
+}
 
 
 def load(path: Path) -> AnyJob:

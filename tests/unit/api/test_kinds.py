@@ -10,6 +10,7 @@ from kubetrain.api import (
     MPIJOB,
     PYTORCHJOB,
     TFJOB,
+    XGBOOSTJOB,
     Container,
     KindInfo,
     MPIJob,
@@ -52,6 +53,16 @@ IDENTITY = {
         ("jaxjob-port", 6666),
         "jaxjob-controller",
     ),
+    XGBOOSTJOB: (
+        "kubeflow.org/v1",
+        "xgboostjobs",
+        "xgbReplicaSpecs",
+        ("Master", "Worker"),
+        {"Master"},
+        "xgboost",
+        ("xgboostjob-port", 9999),
+        "xgboostjob-controller",
+    ),
     MPIJOB: (
         "kubeflow.org/v2beta1",
         "mpijobs",
@@ -87,6 +98,13 @@ def test_defaults_match_the_kubeflow_operators() -> None:
     assert set(PYTORCHJOB.default_restart_policy.values()) == {RestartPolicy.ON_FAILURE}
     assert dict(JAXJOB.default_restart_policy) == {"Worker": RestartPolicy.NEVER}
     assert dict(JAXJOB.default_replicas) == {"Worker": 1}
+    assert dict(XGBOOSTJOB.default_restart_policy) == {
+        "Master": RestartPolicy.NEVER,
+        "Worker": RestartPolicy.NEVER,
+    }
+    assert dict(XGBOOSTJOB.default_replicas) == {"Master": 1, "Worker": 1}
+    assert XGBOOSTJOB.env_in_every_container and XGBOOSTJOB.scale_replica_type is None
+    assert XGBOOSTJOB.required_types == ("Master",) and MPIJOB.required_types == ("Launcher",)
     assert dict(MPIJOB.default_restart_policy) == {
         "Launcher": RestartPolicy.ON_FAILURE,
         "Worker": RestartPolicy.NEVER,

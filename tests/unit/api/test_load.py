@@ -63,10 +63,10 @@ def error_lines(text: str) -> list[str]:
     "text,line",
     [
         (
-            "apiVersion: kubeflow.org/v1\nkind: XGBoostJob\n",
-            "kind: 'XGBoostJob' is not a kind kubetrain serves; use one of "
+            "apiVersion: kubeflow.org/v1\nkind: MXJob\n",
+            "kind: 'MXJob' is not a kind kubetrain serves; use one of "
             "TFJob (kubeflow.org/v1), PyTorchJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1), "
-            "JAXJob (kubeflow.org/v1)",
+            "JAXJob (kubeflow.org/v1), XGBoostJob (kubeflow.org/v1)",
         ),
         ("apiVersion: kubeflow.org/v1\n", "kind: is required; use one of TFJob"),
         ("kind: PyTorchJob\n", "apiVersion: is required; set apiVersion: kubeflow.org/v1"),
@@ -198,7 +198,7 @@ def test_objects_of_other_groups_beside_a_job_are_passed_over_and_listed() -> No
 @pytest.mark.parametrize(
     "text",
     [
-        "apiVersion: kubeflow.org/v1\nkind: XGBoostJob\n",  # a Kubeflow kind kubetrain does not serve
+        "apiVersion: kubeflow.org/v1\nkind: MXJob\n",  # a (retired) Kubeflow kind kubetrain does not serve
         "apiVersion: v1\nkind: TFJob\n",  # a job kind under a wrong apiVersion
     ],
 )

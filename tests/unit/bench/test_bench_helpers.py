@@ -227,7 +227,7 @@ def test_a_shape_the_kind_cannot_take_is_refused() -> None:
     with pytest.raises(ValueError, match="replicas=1"):
         Workload(PYTORCHJOB, jobs=1, replicas=1)
     with pytest.raises(ValueError, match="choose one of TFJob, PyTorchJob, MPIJob"):
-        kind_by_name("xgboostjob")
+        kind_by_name("mxjob")
     assert kind_by_name("pytorchjobs") is PYTORCHJOB
 
 

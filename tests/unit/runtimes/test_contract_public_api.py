@@ -26,6 +26,7 @@ def test_public_api_is_pinned() -> None:
         "TFTask",
         "TorchEnv",
         "TorchProcess",
+        "XGBoostEnv",
         "launcher_env",
         "names",
         "worker_env",
