@@ -31,6 +31,7 @@ __all__ = [
     "Handling",
     "KubeflowFlag",
     "add_kubeflow_flags",
+    "markdown_table",
     "refusals",
 ]
 
@@ -267,3 +268,15 @@ def _add_mapped(
 def refusals(args: argparse.Namespace) -> list[str]:
     """The refused flags a parsed command line gave, each as its one-line error."""
     return list(getattr(args, _REFUSED_DEST, None) or ())
+
+
+def markdown_table() -> str:
+    """`FLAGS` as docs/migrating.md prints them: one table per operator (a unit test keeps them equal)."""
+    lines: list[str] = []
+    for operator in dict.fromkeys(flag.operator for flag in FLAGS):
+        lines += [f"#### {operator}", "", "| flag | handling | kubetrain | note |", "|---|---|---|---|"]
+        for flag in (f for f in FLAGS if f.operator == operator):
+            kubetrain = f"`{flag.kubetrain}`" if flag.kubetrain else ""
+            lines.append(f"| `--{flag.name}` | {flag.handling} | {kubetrain} | {flag.note} |")
+        lines.append("")
+    return "\n".join(lines)

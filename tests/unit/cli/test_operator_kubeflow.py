@@ -16,7 +16,14 @@ import pytest
 
 from kubetrain.cli import main
 from kubetrain.cli.operator import build_operator_parser
-from kubetrain.cli.operator_kubeflow import FLAGS, MPI_OPERATOR, TRAINING_OPERATOR, Handling, KubeflowFlag
+from kubetrain.cli.operator_kubeflow import (
+    FLAGS,
+    MPI_OPERATOR,
+    TRAINING_OPERATOR,
+    Handling,
+    KubeflowFlag,
+    markdown_table,
+)
 from kubetrain.cli.operator_options import OperatorOptions, OptionsError, options_from_args
 
 ENV = {"POD_NAMESPACE": "kubetrain-system"}
@@ -180,3 +187,8 @@ def test_none_shows_in_help_whose_epilog_points_to_the_table(capsys: pytest.Capt
     text = capsys.readouterr().out
     assert "docs/migrating.md" in text
     assert "--threadiness" not in text.split("examples:")[0] and "--webhook-server-port" not in text
+
+
+def test_docs_migrating_prints_the_table() -> None:
+    doc = Path(__file__).resolve().parents[3] / "docs" / "migrating.md"
+    assert markdown_table() in doc.read_text(), "paste kubetrain.cli.operator_kubeflow.markdown_table()"
