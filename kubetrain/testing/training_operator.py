@@ -7,19 +7,23 @@ migration and golden-env tests and for the benchmark's `--peer training-operator
 `stamp`, written last); `peers_dir` and `find_peer` compute the same paths.
 
 The operator runs as its Deployment runs it, outside a pod, with what that needs here. It always starts
-its webhook server and certificate rotator, whatever is registered: the rotator reads the Secret
+its webhook server and certificate rotator: the rotator reads the Secret
 `training-operator-webhook-cert` of its namespace (`MY_POD_NAMESPACE`) and waits for `tls.crt` in the
 fixed directory /tmp/k8s-webhook-server/serving-certs (where its Deployment mounts that Secret), and the
 webhook server serves the pair it finds in `$TMPDIR/k8s-webhook-server/serving-certs`. So a self-signed CA
 and serving pair, valid for the rotator (it then leaves the Secret alone), goes into the Secret and into a
-`TMPDIR` of the run; the fixed directory gets a copy only if it has none, removed afterwards. The webhooks
-are not registered. Ready when each enabled kind's controller has started its workers.
+`TMPDIR` of the run; the fixed directory gets a copy only if it has none, removed afterwards. With
+`webhook=True` its ValidatingWebhookConfiguration (from its module's manifests, as its install applies it)
+is registered too, pointed at the process (`url: https://127.0.0.1:<port>/...`, a name the serving pair
+also carries) instead of its Service, which no kube-proxy routes here; it stays registered after `stop()`,
+as when its Deployment is scaled to 0. Ready when each enabled kind's controller has started its workers.
 
 Stdlib-only apart from what kubetrain.testing uses; import it explicitly.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -41,6 +45,7 @@ __all__ = [
     "SECRET",
     "SERVICE",
     "TRAINING_OPERATOR",
+    "WEBHOOK_CONFIGURATION",
     "GoTrainingOperator",
     "find_peer",
     "peers",
@@ -59,6 +64,7 @@ CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 SECRET = "training-operator-webhook-cert"
 SERVICE = "training-operator"
 CA_NAME = "training-operator-ca"
+WEBHOOK_CONFIGURATION = "validator.training-operator.kubeflow.org"
 
 
 def peers_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -96,8 +102,11 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise RuntimeError(f"openssl {args[0]} failed ({result.returncode}): {result.stderr.strip()}")
 
 
-def webhook_pair(directory: Path, *, dns_name: str, ca_name: str) -> dict[str, str]:
-    """A self-signed CA (`ca_name`, RSA, 10 years) and a serving pair for `dns_name` (1 year) it signs, as
+def webhook_pair(
+    directory: Path, *, dns_name: str, ca_name: str, ip_addresses: Sequence[str] = ()
+) -> dict[str, str]:
+    """A self-signed CA (`ca_name`, RSA, 10 years) and a serving pair for `dns_name` (and `ip_addresses`;
+    1 year) it signs, as
     the files of a webhook certificate Secret (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`, PEM) written
     into `directory`; returns their contents by file name. RSA PKCS#1 and these names and lifetimes are
     what open-policy-agent's cert rotator generates and accepts as valid."""
@@ -116,8 +125,9 @@ def webhook_pair(directory: Path, *, dns_name: str, ca_name: str) -> dict[str, s
     )  # fmt: skip
     _openssl("genrsa", "-traditional", "-out", "tls.key", "2048", cwd=directory)
     _openssl("req", "-new", "-key", "tls.key", "-subj", f"/CN={dns_name}", "-out", "tls.csr", cwd=directory)
+    names = ",".join([f"DNS:{dns_name}", *(f"IP:{ip}" for ip in ip_addresses)])
     (directory / "tls.ext").write_text(
-        f"subjectAltName=DNS:{dns_name}\nextendedKeyUsage=serverAuth\n"
+        f"subjectAltName={names}\nextendedKeyUsage=serverAuth\n"
         "keyUsage=critical,digitalSignature,keyEncipherment\n"
     )
     _openssl(
@@ -166,12 +176,14 @@ class GoTrainingOperator:
         kinds: Sequence[str],
         namespace: str = "kubeflow",
         peer: Component | None = None,
+        webhook: bool = False,
     ) -> None:
         self.plane = plane
         self.workdir = workdir
         self.kinds = tuple(kinds)
         self.namespace = namespace
         self.peer = peer or find_peer(TRAINING_OPERATOR)
+        self.webhook = webhook
         self.log_path = workdir / "training-operator.log"
         self._process: ComponentProcess | None = None
         self._placed: list[Path] = []
@@ -208,7 +220,8 @@ class GoTrainingOperator:
     def _start(self, timeout: float) -> GoTrainingOperator:
         tmp = self.workdir / "tmp"
         certs = tmp / "k8s-webhook-server" / "serving-certs"
-        files = webhook_pair(certs, dns_name=f"{SERVICE}.{self.namespace}.svc", ca_name=CA_NAME)
+        dns_name = f"{SERVICE}.{self.namespace}.svc"
+        files = webhook_pair(certs, dns_name=dns_name, ca_name=CA_NAME, ip_addresses=["127.0.0.1"])
         self.plane.rest.ensure_namespace(self.namespace)
         metadata = {"name": SECRET, "namespace": self.namespace}
         secret = {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "stringData": files}
@@ -218,7 +231,8 @@ class GoTrainingOperator:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.workdir), "TMPDIR": str(tmp),
             "MY_POD_NAMESPACE": self.namespace, "MY_POD_NAME": SERVICE,
         }  # fmt: skip
-        argv = self.argv(free_port(), free_port())
+        webhook_port = free_port()
+        argv = self.argv(free_port(), webhook_port)
         self._process = ComponentProcess(TRAINING_OPERATOR, argv, self.log_path, env)
         wanted = [f'"controller": "{kind.lower()}-controller"' for kind in self.kinds]
         wait_until(
@@ -226,7 +240,26 @@ class GoTrainingOperator:
             lambda: all(self._started(want) for want in wanted),
             timeout=timeout, processes=[self._process], interval=0.3,
         )  # fmt: skip
+        if self.webhook:
+            self._register_webhook(webhook_port, files["ca.crt"])
         return self
+
+    @property
+    def webhook_manifests(self) -> Path:
+        return self.peer.source / "manifests" / "base" / "webhook"
+
+    def _register_webhook(self, port: int, ca: str) -> None:
+        """Its ValidatingWebhookConfiguration, each webhook calling this process."""
+        rendered = self.plane.kubectl(
+            "create", "--dry-run=client", "-o", "json", "-k", str(self.webhook_manifests)
+        )
+        config = json.loads(rendered.stdout)
+        assert config["metadata"]["name"] == WEBHOOK_CONFIGURATION, config["metadata"]
+        for hook in config["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            bundle = base64.b64encode(ca.encode()).decode()
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+        self.plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(config))
 
     def _started(self, controller: str) -> bool:
         return any("Starting workers" in line and controller in line for line in self.log_lines())

@@ -35,11 +35,11 @@ from kubetrain.api.crd import custom_resource_definition
 from kubetrain.cli.operator_kubeflow import FLAGS, TRAINING_OPERATOR
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION
 from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION
-from kubetrain.testing import ControlPlane, FakeNode, Outcome
+from kubetrain.testing import ControlPlane, FakeNode, KubectlError, Outcome
 from kubetrain.testing.ecosystem import MissingComponentError
 from kubetrain.testing.operator import container_spec, job_manifest, replica_spec
 from kubetrain.testing.process import wait_until
-from kubetrain.testing.training_operator import GoTrainingOperator, find_peer
+from kubetrain.testing.training_operator import WEBHOOK_CONFIGURATION, GoTrainingOperator, find_peer
 
 from .harness import LOGS, own_plane, shipped_operator
 
@@ -143,9 +143,30 @@ class Era:
     jobs: dict[str, Obj] = field(default_factory=dict)
     crds_before: dict[str, Obj] = field(default_factory=dict)
     converted: Obj = field(default_factory=dict)
+    webhook_live: str = ""
+    """The Go operator's webhook's answer to a TFJob it refuses, while it runs."""
+    webhook_left: str = ""
+    """The API server's answer to a valid TFJob once the Go operator stopped, its webhook registered."""
 
 
 # ------------------------------------------------------------------------------------------- the move
+def unnamed_container_tfjob(namespace: str) -> Obj:
+    """A TFJob the training-operator's webhook refuses: no container is named `tensorflow`."""
+    body = ROWS[0].job("no-tensorflow-container", namespace)
+    for spec in body["spec"]["tfReplicaSpecs"].values():
+        spec["template"]["spec"]["containers"][0]["name"] = "trainer"
+    return body
+
+
+def refusal(plane: ControlPlane, namespace: str, body: Obj) -> str:
+    """The error of creating `body` ("" when it was created)."""
+    try:
+        plane.kubectl("create", "-f", "-", namespace=namespace, input=json.dumps(body))
+    except KubectlError as err:
+        return str(err)
+    return ""
+
+
 def run_go_era(plane: ControlPlane, go: GoTrainingOperator, era: Era) -> None:
     """The jobs under the Go operator until each pod runs and each job says Running."""
     for row in ROWS:
@@ -195,19 +216,30 @@ def era(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Era]:
         pytest.fail(str(err), pytrace=False)
     workdir = tmp_path_factory.mktemp("migration")
     with own_plane(NODES) as plane:
-        go = GoTrainingOperator(plane, workdir, kinds=[row.kind for row in ROWS], peer=peer)
+        go = GoTrainingOperator(plane, workdir, kinds=[row.kind for row in ROWS], peer=peer, webhook=True)
         go.install_crds()
         namespace = plane.create_namespace("migrate-")
         plane.kubectl("create", "-f", "-", namespace=namespace, input=json.dumps(V1_MPIJOB))
         era = Era(plane, namespace)
         LOGS["training-operator"] = go.log_path
         with go:
+            era.webhook_live = refusal(plane, namespace, unnamed_container_tfjob(namespace))
             run_go_era(plane, go, era)
+        era.webhook_left = refusal(plane, namespace, ROWS[0].job("after-stop", namespace))
+        plane.kubectl("delete", "validatingwebhookconfiguration", WEBHOOK_CONFIGURATION)  # docs/migrating.md
         era.crds_before = {r.kind: get(plane, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
                                                f"{BY_KIND[r.kind].crd_name}") for r in ROWS}  # fmt: skip
         era.converted = move_v1_mpijobs(plane, workdir)
         with shipped_operator(plane, "base", workdir / "operator"):
             yield era
+
+
+# ------------------------------------------------------------------------------------------- the webhook
+def test_the_go_operators_webhook_refuses_every_job_once_it_is_stopped(era: Era) -> None:
+    """Why docs/migrating.md removes it before kubetrain starts: failurePolicy Fail, nobody serving."""
+    assert "must have at least one container with name tensorflow" in era.webhook_live, era.webhook_live
+    assert "failed calling webhook" in era.webhook_left, era.webhook_left
+    assert "/validate-kubeflow-org-v1-tfjob" in era.webhook_left  # the message names the call, not its name
 
 
 # ------------------------------------------------------------------------------------------- the CRDs
