@@ -47,8 +47,12 @@ from kubetrain.testing.ecosystem import Component, parse_listing
 from kubetrain.testing.training_operator import (
     CA_NAME,
     CERT_DIR,
+    LISTING,
+    PEERS_BUILD,
     SECRET,
     SERVICE,
+    TRAINING_OPERATOR,
+    peers,
     peers_dir,
     place_missing,
     remove_placed,
@@ -58,6 +62,7 @@ from opbench.runner import Command
 from opbench.subject import Readiness
 
 __all__ = [
+    "LISTING",
     "PEER_KINDS",
     "Limits",
     "Peer",
@@ -71,11 +76,7 @@ __all__ = [
     "webhook_pair",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
-LISTING = REPO / "tools" / "peers" / "peers.txt"
-BUILD_SCRIPT = REPO / "hack" / "peers.sh"
-
-TRAINING_OPERATOR = "training-operator"
+BUILD_SCRIPT = PEERS_BUILD
 MPI_OPERATOR = "mpi-operator"
 PEER_KINDS: Mapping[str, tuple[KindInfo, ...]] = {
     TRAINING_OPERATOR: (PYTORCHJOB, TFJOB),
@@ -111,11 +112,6 @@ build script)."""
 def load_peers(text: str, root: Path, *, source: str = "peers.txt") -> dict[str, Peer]:
     """The peers listed in `text` (peers.txt's format), built under `root`; ValueError on a bad line."""
     return parse_listing(text, root, source=source)
-
-
-def peers(env: Mapping[str, str] | None = None) -> dict[str, Peer]:
-    """Every peer of tools/peers/peers.txt, by name."""
-    return load_peers(LISTING.read_text(), peers_dir(env), source=str(LISTING))
 
 
 def parse_peer_names(values: Iterable[str], kind: KindInfo, known: Iterable[str]) -> list[str]:

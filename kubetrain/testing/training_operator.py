@@ -35,12 +35,13 @@ from pathlib import Path
 from types import TracebackType
 
 from kubetrain.testing.controlplane import ControlPlane
-from kubetrain.testing.ecosystem import Component, MissingComponentError, parse_listing
+from kubetrain.testing.ecosystem import Component, built, parse_listing
 from kubetrain.testing.process import ComponentProcess, free_port, wait_until
 
 __all__ = [
     "CA_NAME",
     "CERT_DIR",
+    "LISTING",
     "PEERS_BUILD",
     "SECRET",
     "SERVICE",
@@ -83,16 +84,8 @@ def peers(env: Mapping[str, str] | None = None) -> dict[str, Component]:
 
 def find_peer(name: str, env: Mapping[str, str] | None = None) -> Component:
     """The built peer `name`, or MissingComponentError naming the command that builds it."""
-    known = peers(env)
-    if name not in known:
-        raise MissingComponentError(f"no Go peer {name!r}; known: {', '.join(sorted(known))}")
-    peer = known[name]
-    if not peer.built:
-        raise MissingComponentError(
-            f"{name} {peer.version} is not built in {peer.directory}; run `bash hack/peers.sh {name}` "
-            "(builds it from its Go module; a few minutes, cold)"
-        )
-    return peer
+    hint = f"run `bash hack/peers.sh {name}` (builds it from its Go module; a few minutes, cold)"
+    return built(peers(env), name, what="Go peer", hint=hint)
 
 
 # ---------------------------------------------------------------------------- its webhook certificate
