@@ -173,7 +173,7 @@ class GoTrainingOperator:
     ) -> None:
         self.plane = plane
         self.workdir = workdir
-        self.kinds = tuple(kinds)
+        self.kinds = tuple(dict.fromkeys(kinds))  # it refuses a scheme enabled twice
         self.namespace = namespace
         self.peer = peer or find_peer(TRAINING_OPERATOR)
         self.webhook = webhook

@@ -2,8 +2,8 @@
 golden comparison of what each renders for the same job.
 
 On a plane of its own: the training-operator's CRDs installed as its README says (`kubectl apply
---server-side -k`), the Go operator (built by `hack/peers.sh training-operator`) runs one job of each kind
-both serve (ROWS) until every pod runs, then is stopped (SIGTERM: its Deployment scaled to 0). The
+--server-side -k`) with its validating webhook, the Go operator (built by `hack/peers.sh
+training-operator`) runs the jobs of ROWS (each kind both serve, some in two variants) until every pod runs, then is stopped (SIGTERM: its Deployment scaled to 0). The
 documented steps of docs/migrating.md follow: the kubeflow.org/v1 MPIJobs saved and converted
 (`kubetrain convert`), their CRD deleted (the API server refuses a CRD without v1 while v1 is among its
 storedVersions), `kubectl apply -k manifests/base`, the operator started as its Deployment runs it. Then:
@@ -48,6 +48,7 @@ pytestmark = pytest.mark.ecosystem
 Obj = dict[str, Any]
 BY_KIND: dict[str, KindInfo] = {info.kind: info for info in KINDS}
 ROOT = Path(__file__).resolve().parents[2]
+JOB_NAME = "training.kubeflow.org/job-name"
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,19 @@ class Row:
     kind: str
     replicas: dict[str, int]
     deciders: tuple[str, ...]
+    variant: str = ""
+    spec: Obj = field(default_factory=dict)
+    """Other fields of the job's spec."""
+
+    @property
+    def name(self) -> str:
+        return "-".join(filter(None, [self.kind.lower(), self.variant]))
 
     def job(self, name: str, namespace: str, **annotations: str) -> Obj:
         info = BY_KIND[self.kind]
         container = container_spec(info.default_container_name or "trainer")
         specs = {rtype: replica_spec(count, container) for rtype, count in self.replicas.items()}
-        body = job_manifest(info, specs, name=name, namespace=namespace)
+        body = job_manifest(info, specs, name=name, namespace=namespace, **copy.deepcopy(self.spec))
         if annotations:
             body["metadata"]["annotations"] = annotations
         return body
@@ -74,9 +82,13 @@ class Row:
         return [f"{name}-{rtype.lower()}-{i}" for rtype in self.deciders for i in range(self.replicas[rtype])]
 
 
+ELASTIC = {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "rdzvBackend": "c10d", "maxRestarts": 2},
+           "nprocPerNode": "2"}  # fmt: skip
 ROWS = (
     Row("TFJob", {"Chief": 1, "PS": 1, "Worker": 2}, ("Chief",)),
+    Row("TFJob", {"Worker": 2}, ("Worker",), "workers"),
     Row("PyTorchJob", {"Master": 1, "Worker": 2}, ("Master",)),
+    Row("PyTorchJob", {"Worker": 2}, ("Worker",), "elastic", ELASTIC),
     Row("JAXJob", {"Worker": 2}, ("Worker",)),
 )
 NODES = (FakeNode("migrate-a", cpu="64", gpus=0), FakeNode("migrate-b", cpu="64", gpus=0))
@@ -98,7 +110,7 @@ V1_MPIJOB = {
 
 
 def name_of(row: Row) -> str:
-    return f"mig-{row.kind.lower()}"
+    return f"mig-{row.name}"
 
 
 # ------------------------------------------------------------------------------------------- reading
@@ -177,7 +189,7 @@ def run_go_era(plane: ControlPlane, go: GoTrainingOperator, era: Era) -> None:
                timeout=120, processes=[go.process], interval=0.5)  # fmt: skip
 
     def jobs_running() -> bool:
-        era.jobs = {r.kind: get(plane, job_path(r.kind, era.namespace, name_of(r))) for r in ROWS}
+        era.jobs = {r.name: get(plane, job_path(r.kind, era.namespace, name_of(r))) for r in ROWS}
         return all("Running" in true_conditions(j) for j in era.jobs.values())
 
     wait_until("every job Running (the Go operator's status)", jobs_running, timeout=60,
@@ -247,7 +259,7 @@ def crd(plane: ControlPlane, name: str) -> Obj:
     return get(plane, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
 
 
-@pytest.mark.parametrize("kind", [*(row.kind for row in ROWS), "MPIJob"])
+@pytest.mark.parametrize("kind", [*dict.fromkeys(row.kind for row in ROWS), "MPIJob"])
 def test_kubectl_apply_k_puts_kubetrains_crds_over_the_go_operators(era: Era, kind: str) -> None:
     info = BY_KIND[kind]
     ours = custom_resource_definition(info)
@@ -276,7 +288,7 @@ def adopted_jobs(era: Era) -> dict[str, Obj]:
     found: dict[str, Obj] = {}
 
     def all_reconciled() -> bool:
-        found.update({r.kind: get(era.plane, job_path(r.kind, era.namespace, name_of(r))) for r in ROWS})
+        found.update({r.name: get(era.plane, job_path(r.kind, era.namespace, name_of(r))) for r in ROWS})
         return all(reconciled(j) for j in found.values())
 
     wait_until("kubetrain's first write to each adopted job", all_reconciled, timeout=60, interval=0.5)
@@ -300,7 +312,7 @@ def test_running_jobs_are_adopted_with_every_pod_and_service_kept(era: Era) -> N
         for key in ("labels", "annotations", "ownerReferences", "finalizers"):
             assert pod["metadata"].get(key) == before["metadata"].get(key), f"{name}: {key}"
     for row in ROWS:
-        job, before = jobs[row.kind], era.jobs[row.kind]
+        job, before = jobs[row.name], era.jobs[row.name]
         assert json.loads(job["metadata"]["annotations"][LEDGER_ANNOTATION]).get("restarts", 0) == 0
         assert job["metadata"].get("finalizers") == before["metadata"].get("finalizers") is None
         assert job["status"]["conditions"] == before["status"]["conditions"], "the Go conditions carry on"
@@ -312,7 +324,7 @@ def test_running_jobs_are_adopted_with_every_pod_and_service_kept(era: Era) -> N
 def test_go_operators_children_carry_what_kubetrain_looks_for(era: Era) -> None:
     """Labels and owner references kubetrain selects and adopts by, as the Go operator wrote them."""
     for row in ROWS:
-        job = era.jobs[row.kind]
+        job = era.jobs[row.name]
         owner = {"apiVersion": "kubeflow.org/v1", "kind": row.kind, "name": name_of(row),
                  "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
         for pod_name in row.pod_names(name_of(row)):
@@ -321,7 +333,7 @@ def test_go_operators_children_carry_what_kubetrain_looks_for(era: Era) -> None:
                 assert child["metadata"]["ownerReferences"] == [owner], pod_name
                 labels = child["metadata"]["labels"]
                 assert labels["training.kubeflow.org/operator-name"] == BY_KIND[row.kind].operator_name
-                assert labels["training.kubeflow.org/job-name"] == name_of(row)
+                assert labels[JOB_NAME] == name_of(row)
                 assert labels["training.kubeflow.org/replica-type"] == rtype
                 assert labels["training.kubeflow.org/replica-index"] == index
 
@@ -362,7 +374,7 @@ def run_to_success(plane: ControlPlane, namespace: str, jobs: list[tuple[Row, Ob
 
 def test_new_jobs_of_each_kind_and_the_converted_v1_mpijob_run(era: Era) -> None:
     namespace = era.plane.create_namespace("after-")
-    jobs = [(row, row.job(f"new-{row.kind.lower()}", namespace)) for row in ROWS]
+    jobs = [(row, row.job(f"new-{row.name}", namespace)) for row in ROWS]
     items = era.converted["items"] if era.converted.get("kind") == "List" else [era.converted]
     assert [i["apiVersion"] for i in items] == ["kubeflow.org/v2beta1"]
     mpijob = copy.deepcopy(items[0])
@@ -445,7 +457,7 @@ def same_namespace(value: Obj, namespace: str) -> Obj:
     return dict(json.loads(json.dumps(value).replace(namespace, "<ns>")))
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.kind)
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.name)
 def test_kubetrain_renders_what_the_go_operator_rendered(era: Era, golden: Any, row: Row) -> None:
     namespace, pods, services = golden
     seen: dict[str, tuple[Any, Any]] = {}
@@ -462,7 +474,8 @@ def test_kubetrain_renders_what_the_go_operator_rendered(era: Era, golden: Any, 
                  if p not in INTENDED["Service"]}  # fmt: skip
     assert seen == {}, "(Go, kubetrain) differences not in INTENDED: " + json.dumps(seen, indent=1)
     names = set(row.pod_names(name_of(row)))
-    assert {n for n in services if n.startswith(name_of(row))} == names, "one Service per replica, no other"
+    mine = {n for n, svc in services.items() if svc["metadata"]["labels"][JOB_NAME] == name_of(row)}
+    assert mine == names, "one Service per replica, no other"
 
 
 def test_every_intended_difference_is_documented() -> None:
