@@ -3,16 +3,18 @@ golden comparison of what each renders for the same job.
 
 On a plane of its own: the training-operator's CRDs installed as its README says (`kubectl apply
 --server-side -k`) with its validating webhook, the Go operator (built by `hack/peers.sh
-training-operator`) runs the jobs of ROWS (each kind both serve, some in two variants) until every pod runs, then is stopped (SIGTERM: its Deployment scaled to 0). The
-documented steps of docs/migrating.md follow: the kubeflow.org/v1 MPIJobs saved and converted
-(`kubetrain convert`), their CRD deleted (the API server refuses a CRD without v1 while v1 is among its
-storedVersions), `kubectl apply -k manifests/base`, the operator started as its Deployment runs it. Then:
-the running jobs are adopted (every pod and Service kept, none created, no restart, the status carried
-on) and finish; the converted MPIJob and a new job of each kind run; and the pods kubetrain renders for
-the Go jobs' own specs under Kubeflow's per-replica Services equal the Go operator's, except for the
-named, documented INTENDED differences (docs/differences.md).
+training-operator`) runs the jobs of ROWS (each kind both serve, some in two variants) until every pod
+runs, then is stopped (SIGTERM: its Deployment scaled to 0). The documented steps of docs/migrating.md
+follow: its webhook removed (it refuses every job once nobody serves it), the kubeflow.org/v1 MPIJobs
+saved and converted (`kubetrain convert`), their CRD deleted (the API server refuses a CRD without v1
+while v1 is among its storedVersions), `kubectl apply -k manifests/base`, the operator started as its
+Deployment runs it. Then: the running jobs are adopted (every pod and Service kept, none created, no
+restart, the status carried on) and finish; the converted MPIJob and a new job of each kind run; and the
+pods kubetrain renders for the Go jobs' own specs under Kubeflow's per-replica Services equal the Go
+operator's, except for the named, documented INTENDED differences (docs/differences.md).
 
-A kind joins by adding a row to ROWS (and its decider pods to `deciders`).
+A kind (XGBoostJob, PaddleJob) joins by adding a row to ROWS: its replicas and the replica types whose
+success ends the job.
 """
 
 from __future__ import annotations
