@@ -40,6 +40,7 @@ from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION
 from kubetrain.testing import ControlPlane, FakeNode, KubectlError, Outcome
 from kubetrain.testing.ecosystem import MissingComponentError
 from kubetrain.testing.operator import container_spec, job_manifest, replica_spec
+from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import wait_until
 from kubetrain.testing.training_operator import WEBHOOK_CONFIGURATION, GoTrainingOperator, find_peer
 
@@ -157,6 +158,8 @@ class Era:
     jobs: dict[str, Obj] = field(default_factory=dict)
     crds_before: dict[str, Obj] = field(default_factory=dict)
     converted: Obj = field(default_factory=dict)
+    kubetrain: OperatorProcess | None = None
+    workdir: Path = Path()
     webhook_live: str = ""
     """The Go operator's webhook's answer to a TFJob it refuses, while it runs."""
     webhook_left: str = ""
@@ -244,7 +247,9 @@ def era(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Era]:
         era.crds_before = {r.kind: get(plane, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
                                                f"{BY_KIND[r.kind].crd_name}") for r in ROWS}  # fmt: skip
         era.converted = move_v1_mpijobs(plane, workdir)
-        with shipped_operator(plane, "base", workdir / "operator"):
+        with shipped_operator(plane, "base", workdir / "operator") as op:
+            era.kubetrain = op
+            era.workdir = workdir
             yield era
 
 
@@ -495,3 +500,51 @@ def test_the_flag_table_names_every_flag_of_the_training_operator(era: Era) -> N
     names = set(re.findall(r"^\s+-(\S+)", shown.stdout + shown.stderr, re.MULTILINE))
     assert len(names) > 15, shown.stderr
     assert names == {flag.name for flag in FLAGS if flag.operator == TRAINING_OPERATOR}
+
+
+# ------------------------------------------------------------------------------------------- rolling back
+def test_rolling_back_to_the_go_operator_keeps_kubetrains_running_jobs(era: Era) -> None:
+    """docs/migrating.md's roll-back: kubetrain stopped, the Go operator's CRDs applied back over
+    kubetrain's (--force-conflicts), the Go operator (and its webhook) started again: it carries on with
+    the jobs kubetrain started, in either Service mode, without a new pod, and they succeed. Last in this
+    module: the CRDs are the Go operator's afterwards."""
+    plane, namespace = era.plane, era.plane.create_namespace("rollback-")
+    replica_mode = {SERVICE_MODE_ANNOTATION: "replica"}
+    rows = [row for row in ROWS if not row.variant]  # one job of each kind: in job mode, or per replica
+    jobs = [(row, row.job(f"back-{row.name}", namespace, **(replica_mode if i % 2 else {})))
+            for i, row in enumerate(rows)]  # fmt: skip
+    for _, body in jobs:
+        plane.kubectl("create", "-f", "-", namespace=namespace, input=json.dumps(body))
+    names = [p for row, body in jobs for p in row.pod_names(body["metadata"]["name"])]
+    wait_until(
+        "kubetrain's pods Running", lambda: running(plane, namespace, names), timeout=120, interval=0.5
+    )
+    assert era.kubetrain is not None
+    era.kubetrain.stop()
+    before = {n: p["metadata"]["uid"] for n, p in children(plane, namespace, "pods").items()}
+    go = GoTrainingOperator(plane, era.workdir / "rollback", kinds=[r.kind for r in rows], webhook=True)
+    for row in rows:
+        crd_file = go.crds / f"kubeflow.org_{BY_KIND[row.kind].plural}.yaml"
+        plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd_file))
+    LOGS["training-operator"] = go.log_path
+    with go:
+        for row, body in jobs:  # the Go operator's per-replica Services, for a job begun in job mode too
+            wanted = set(row.pod_names(body["metadata"]["name"]))
+            wait_until(f"{body['kind']} {body['metadata']['name']}: a Service per replica",
+                       lambda wanted=wanted: wanted <= set(children(plane, namespace, "services")),
+                       timeout=60, processes=[go.process], interval=0.5)  # fmt: skip
+        for row, body in jobs:
+            for pod in row.decider_pods(body["metadata"]["name"]):
+                plane.finish_pod(namespace, pod, Outcome.SUCCEEDED)
+
+        def succeeded() -> bool:
+            now = children(plane, namespace, "pods")
+            assert {n: p["metadata"]["uid"] for n, p in now.items() if n in before} == {
+                n: uid for n, uid in before.items() if n in now
+            }, "a pod was replaced"
+            assert set(now) <= set(before), "a pod was created"
+            found = [get(plane, job_path(b["kind"], namespace, b["metadata"]["name"])) for _, b in jobs]
+            return all("Succeeded" in true_conditions(j) for j in found)
+
+        wait_until("the Go operator finishes kubetrain's jobs", succeeded, timeout=120,
+                   processes=[go.process], interval=0.5)  # fmt: skip
