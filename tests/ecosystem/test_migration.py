@@ -158,6 +158,8 @@ class Era:
     jobs: dict[str, Obj] = field(default_factory=dict)
     crds_before: dict[str, Obj] = field(default_factory=dict)
     converted: Obj = field(default_factory=dict)
+    finished: dict[str, list[Obj]] = field(default_factory=dict)
+    """The adopted jobs' conditions once kubetrain saw them succeed, by row name."""
     kubetrain: OperatorProcess | None = None
     workdir: Path = Path()
     webhook_live: str = ""
@@ -354,10 +356,16 @@ def test_adopted_jobs_finish_without_a_new_pod(era: Era) -> None:
     def succeeded() -> bool:
         now = children(era.plane, era.namespace, "pods")
         assert {p["metadata"]["uid"] for p in now.values()} <= uids, "a pod was created"
-        jobs = [get(era.plane, job_path(r.kind, era.namespace, name_of(r))) for r in ROWS]
-        return all("Succeeded" in true_conditions(j) for j in jobs)
+        jobs = {r.name: get(era.plane, job_path(r.kind, era.namespace, name_of(r))) for r in ROWS}
+        era.finished = {name: job["status"]["conditions"] for name, job in jobs.items()}
+        return all("Succeeded" in true_conditions(j) for j in jobs.values())
 
     wait_until("every adopted job Succeeded", succeeded, timeout=120, interval=0.5)
+
+
+def condition_shape(conditions: list[Obj]) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """A status's conditions as the Go operator's writes them: type, status, reason and which keys."""
+    return [(c["type"], c["status"], c["reason"], tuple(sorted(c))) for c in conditions]
 
 
 # ------------------------------------------------------------------------------------------- after the move
@@ -548,3 +556,6 @@ def test_rolling_back_to_the_go_operator_keeps_kubetrains_running_jobs(era: Era)
 
         wait_until("the Go operator finishes kubetrain's jobs", succeeded, timeout=120,
                    processes=[go.process], interval=0.5)  # fmt: skip
+    for row, body in jobs:  # the same conditions, whichever operator saw the job through
+        theirs = get(plane, job_path(row.kind, namespace, body["metadata"]["name"]))["status"]["conditions"]
+        assert condition_shape(era.finished[row.name]) == condition_shape(theirs), row.kind
