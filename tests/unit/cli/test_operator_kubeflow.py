@@ -159,7 +159,7 @@ def test_the_first_refused_flag_is_reported_before_any_other_mistake() -> None:
 
 
 def test_a_training_operator_deployment_s_arguments_carry_over() -> None:
-    """What bench/opbench/peers.py starts the Go operator with, less the webhook port it refuses."""
+    """Arguments a training-operator Deployment is run with (less the webhook flags, refused)."""
     got = options(
         "--kubeconfig", str(KUBECONFIG), "--enable-scheme=pytorchjob", "--kube-api-qps=50",
         "--kube-api-burst=100", "--controller-threads=5", "--leader-elect=false", "--metrics-bind-address=0",
