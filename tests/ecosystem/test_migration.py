@@ -216,7 +216,7 @@ def move_v1_mpijobs(plane: ControlPlane, workdir: Path) -> Obj:
     )  # fmt: skip
     assert converted.returncode == 0, converted.stderr
     plane.kubectl("delete", "crd", "mpijobs.kubeflow.org", "--wait=true")
-    return dict(json.loads(json.dumps(_yaml(converted.stdout))))
+    return dict(_yaml(converted.stdout))
 
 
 def _yaml(text: str) -> Any:
