@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Go peers that bench/operator_scale.py --peer measures beside kubetrain (Kubeflow's
-# training-operator and mpi-operator), listed in tools/peers/peers.txt, from their pinned Go modules, one
+# training-operator and mpi-operator; hack/test.sh builds the training-operator alone, which the migration
+# tests run: tests/ecosystem/test_migration.py), listed in tools/peers/peers.txt, from their pinned Go modules, one
 # cache directory per module version, with hack/ecosystem.sh's method (see there).
 #
 # Layout: ${KUBETRAIN_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubetrain/peers}/<name>-<version>/

@@ -9,7 +9,8 @@ and with kubetrain's client limits and worker count (`Limits`, the bench's floor
 own lower defaults. Like every process under test it acts as a ServiceAccount of its own (its requests
 are counted in the audit log) and watches every namespace.
 
-training-operator (PyTorchJob, TFJob): `--enable-scheme` the measured kind only; `--kube-api-qps`,
+training-operator (PyTorchJob, TFJob; its start-up needs are `kubetrain.testing.training_operator`'s,
+shared with the migration tests): `--enable-scheme` the measured kind only; `--kube-api-qps`,
 `--kube-api-burst`, `--controller-threads`; no leader election (as kubetrain is run); its metrics on a
 loopback port (`{port3}`), read at the end of the run for controller-runtime's reconcile histogram; info
 logging (its default is development mode, debug). It always starts its webhook server and certificate
@@ -32,10 +33,7 @@ interface (fixed): that port must be free. Ready once it logs `Started workers`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import shlex
-import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -47,10 +45,25 @@ from kubetrain.api import MPIJOB, PYTORCHJOB, TFJOB, KindInfo
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import SECRETS
 from kubetrain.testing.ecosystem import Component, parse_listing
+from kubetrain.testing.training_operator import (
+    CA_NAME,
+    CERT_DIR,
+    LISTING,
+    PEERS_BUILD,
+    SECRET,
+    SERVICE,
+    TRAINING_OPERATOR,
+    peers,
+    peers_dir,
+    place_missing,
+    remove_placed,
+    webhook_pair,
+)
 from opbench.runner import Command
 from opbench.subject import Readiness
 
 __all__ = [
+    "LISTING",
     "PEER_KINDS",
     "Limits",
     "Peer",
@@ -64,11 +77,7 @@ __all__ = [
     "webhook_pair",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
-LISTING = REPO / "tools" / "peers" / "peers.txt"
-BUILD_SCRIPT = REPO / "hack" / "peers.sh"
-
-TRAINING_OPERATOR = "training-operator"
+BUILD_SCRIPT = PEERS_BUILD
 MPI_OPERATOR = "mpi-operator"
 PEER_KINDS: Mapping[str, tuple[KindInfo, ...]] = {
     TRAINING_OPERATOR: (PYTORCHJOB, TFJOB),
@@ -78,10 +87,12 @@ PEER_KINDS: Mapping[str, tuple[KindInfo, ...]] = {
 
 _NOT_INHERITED = frozenset({"KUBECONFIG", "KUBEFLOW_NAMESPACE"})
 # training-operator: the names its code fixes (pkg/cert) and its flags' defaults.
-_TO_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
-_TO_SECRET = "training-operator-webhook-cert"
-_TO_SERVICE = "training-operator"
-_TO_CA_NAME = "training-operator-ca"
+_TO_CERT_DIR = CERT_DIR
+_TO_SECRET = SECRET
+_TO_SERVICE = SERVICE
+_TO_CA_NAME = CA_NAME
+_place_missing = place_missing
+_remove = remove_placed
 _MPI_HEALTH_PORT = 8080
 
 
@@ -99,23 +110,9 @@ Peer = Component
 build script)."""
 
 
-def peers_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The cache root, by hack/peers.sh's rule (it may not exist yet)."""
-    env = os.environ if env is None else env
-    if env.get("KUBETRAIN_PEERS_DIR"):
-        return Path(env["KUBETRAIN_PEERS_DIR"])
-    cache = env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache"
-    return Path(cache) / "kubetrain" / "peers"
-
-
 def load_peers(text: str, root: Path, *, source: str = "peers.txt") -> dict[str, Peer]:
     """The peers listed in `text` (peers.txt's format), built under `root`; ValueError on a bad line."""
     return parse_listing(text, root, source=source)
-
-
-def peers(env: Mapping[str, str] | None = None) -> dict[str, Peer]:
-    """Every peer of tools/peers/peers.txt, by name."""
-    return load_peers(LISTING.read_text(), peers_dir(env), source=str(LISTING))
 
 
 def parse_peer_names(values: Iterable[str], kind: KindInfo, known: Iterable[str]) -> list[str]:
@@ -186,67 +183,6 @@ def peer_command(peer: Peer, kind: KindInfo, limits: Limits) -> Command:
 
 
 # ---------------------------------------------------------------------------- training-operator
-def _openssl(*args: str, cwd: Path) -> None:
-    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"openssl {args[0]} failed ({result.returncode}): {result.stderr.strip()}")
-
-
-def webhook_pair(directory: Path, *, dns_name: str, ca_name: str) -> dict[str, str]:
-    """A self-signed CA (`ca_name`, RSA, 10 years) and a serving pair for `dns_name` (1 year) it signs, as
-    the files of a webhook certificate Secret (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`, PEM) written
-    into `directory`; returns their contents by file name. RSA PKCS#1 and these names and lifetimes are
-    what open-policy-agent's cert rotator generates and accepts as valid."""
-    if shutil.which("openssl") is None:
-        raise RuntimeError("the `openssl` command is needed to make the peer's webhook certificate")
-    directory.mkdir(parents=True, exist_ok=True)
-    _openssl("genrsa", "-traditional", "-out", "ca.key", "2048", cwd=directory)
-    _openssl(
-        "req", "-x509", "-new", "-key", "ca.key", "-days", "3650", "-out", "ca.crt",
-        "-subj", f"/O={_TO_SERVICE}/CN={ca_name}", "-addext", f"subjectAltName=DNS:{ca_name}",
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign",
-        cwd=directory,
-    )  # fmt: skip
-    _openssl("genrsa", "-traditional", "-out", "tls.key", "2048", cwd=directory)
-    _openssl("req", "-new", "-key", "tls.key", "-subj", f"/CN={dns_name}", "-out", "tls.csr", cwd=directory)
-    (directory / "tls.ext").write_text(
-        f"subjectAltName=DNS:{dns_name}\nextendedKeyUsage=serverAuth\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\n"
-    )
-    _openssl(
-        "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-        "-days", "365", "-extfile", "tls.ext", "-out", "tls.crt",
-        cwd=directory,
-    )  # fmt: skip
-    for leftover in ("tls.csr", "tls.ext", "ca.srl"):
-        (directory / leftover).unlink(missing_ok=True)
-    return {name: (directory / name).read_text() for name in ("ca.crt", "ca.key", "tls.crt", "tls.key")}
-
-
-def _place_missing(source: Path, target: Path, names: Sequence[str]) -> list[Path]:
-    """Copy `names` from `source` into `target` where absent; returns what was created (files, then the
-    directories this made, innermost first), for removal."""
-    created_dirs = [d for d in (target, *target.parents) if not d.exists()]
-    target.mkdir(parents=True, exist_ok=True)
-    created: list[Path] = []
-    for name in names:
-        with contextlib.suppress(FileExistsError):
-            with (target / name).open("x") as handle:
-                handle.write((source / name).read_text())
-            created.append(target / name)
-    return created + created_dirs
-
-
-def _remove(paths: Sequence[Path]) -> None:
-    for path in paths:
-        with contextlib.suppress(OSError):
-            if path.is_dir():
-                path.rmdir()  # only if empty: another run may have put files there since
-            else:
-                path.unlink()
-
-
 @asynccontextmanager
 async def _training_operator_setup(
     api: ApiClient, namespace: str, scratch: Path

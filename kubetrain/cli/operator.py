@@ -4,9 +4,10 @@ This module is the command line only: the flags, grouped as a platform engineer 
 their validation into one `OperatorOptions` value (a bad flag is one message naming it and the fix, exit
 2, before anything connects). `kubetrain.cli.operator_app` builds and runs the operator from it.
 
-Kubeflow training-operator's flag names are accepted as aliases where the meaning is the same
-(`--kube-api-qps`, `--enable-scheme`, `--controller-threads`, `--pytorch-init-container-image`,
-`--gang-scheduler-name`, `--leader-elect=true`), so an existing Deployment's arguments carry over.
+Kubeflow's training-operator v1.9 and mpi-operator v0.8 flags are accepted where they mean something here
+(`--kube-api-qps`, `--enable-scheme`, `--controller-threads`, `--threadiness`, `--monitoring-port`...), so
+an existing Deployment's arguments carry over; the others fail naming kubetrain's equivalent. The table
+of them is `kubetrain.cli.operator_kubeflow.FLAGS` (docs/migrating.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from typing import Any
 
 from kubetrain.cli.exitcodes import ExitCode
+from kubetrain.cli.operator_kubeflow import add_kubeflow_flags
 from kubetrain.cli.operator_options import (
     DEFAULTS,
     SERVICE_MODES,
@@ -57,6 +59,10 @@ examples:
   kubetrain operator --namespace team-a --namespace team-b --enable pytorchjob,tfjob
   kubetrain operator --kubeconfig ~/.kube/dev --no-leader-elect --log-format text --log-level debug
   kubetrain operator --gang-scheduler volcano --cluster-domain cluster.local
+
+Kubeflow training-operator v1.9 and mpi-operator v0.8 flags (--kube-api-qps, --enable-scheme,
+--controller-threads, --threadiness, --monitoring-port, --lock-namespace, -v...) are taken where they have
+a meaning here; the others fail naming kubetrain's equivalent. The table: docs/migrating.md.
 """
 
 
@@ -96,6 +102,7 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
     _election_flags(parser.add_argument_group("leader election (one active replica at a time)"))
     _endpoint_flags(parser.add_argument_group("health and metrics endpoints"))
     _log_flags(parser.add_argument_group("logging and shutdown"))
+    add_kubeflow_flags(parser)
 
 
 def _connection_flags(group: argparse._ArgumentGroup) -> None:
@@ -107,7 +114,6 @@ def _connection_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current context)")
     group.add_argument(
         "--qps",
-        "--kube-api-qps",
         type=float,
         default=DEFAULTS.qps,
         metavar="N",
@@ -115,7 +121,6 @@ def _connection_flags(group: argparse._ArgumentGroup) -> None:
     )
     group.add_argument(
         "--burst",
-        "--kube-api-burst",
         type=int,
         default=DEFAULTS.burst,
         metavar="N",
@@ -132,14 +137,12 @@ def _scope_flags(group: argparse._ArgumentGroup) -> None:
     )
     group.add_argument(
         "--enable",
-        "--enable-scheme",
         action="append",
         metavar="KINDS",
         help=f"kinds to serve, comma-separated or repeated, any case (default: {','.join(CONTROLLERS)})",
     )
     group.add_argument(
         "--workers",
-        "--controller-threads",
         type=int,
         default=DEFAULTS.workers,
         metavar="N",

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from kubetrain.cli.operator_kubeflow import refusals
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
 
 if TYPE_CHECKING:  # imported where used: every `kubetrain` command builds this parser, few run it
@@ -164,6 +165,8 @@ def parse_address(flag: str, text: str) -> Address | None:
 def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | None = None) -> OperatorOptions:
     """The validated options of a parsed `kubetrain operator` command line; OptionsError names a bad flag."""
     env = dict(os.environ) if environ is None else environ
+    for refused in refusals(args):  # a Go operator's flag with no meaning here
+        raise OptionsError(refused)
     _check_positive("--qps", args.qps)
     _check_positive("--burst", args.burst)
     _check_positive("--workers", args.workers)

@@ -20,6 +20,7 @@ __all__ = [
     "BUILD_HINT",
     "Component",
     "MissingComponentError",
+    "built",
     "components",
     "ecosystem_dir",
     "find_component",
@@ -92,12 +93,16 @@ def parse_listing(text: str, root: Path, *, source: str) -> dict[str, Component]
 
 def find_component(name: str, env: dict[str, str] | None = None) -> Component:
     """The built component `name`, or MissingComponentError saying how to build it."""
-    known = components(env)
+    return built(components(env), name, what="ecosystem component", hint=BUILD_HINT)
+
+
+def built(known: dict[str, Component], name: str, *, what: str, hint: str) -> Component:
+    """`known[name]` when it is built, else MissingComponentError naming it and `hint` (how to build it)."""
     if name not in known:
-        raise MissingComponentError(f"no ecosystem component {name!r}; known: {', '.join(sorted(known))}")
+        raise MissingComponentError(f"no {what} {name!r}; known: {', '.join(sorted(known))}")
     component = known[name]
     if not component.built:
         raise MissingComponentError(
-            f"{name} {component.version} is not built in {component.directory}; {BUILD_HINT}"
+            f"{name} {component.version} is not built in {component.directory}; {hint}"
         )
     return component

@@ -83,11 +83,9 @@ class TorchEnv:
             m = self.master
             env |= {n.MASTER_PORT: str(m.port), n.PET_MASTER_PORT: str(m.port)}
             env |= {n.MASTER_ADDR: m.addr, n.PET_MASTER_ADDR: m.addr}
-            env |= {n.WORLD_SIZE: str(m.world_size), n.RANK: str(m.rank)}
+            env |= {n.WORLD_SIZE: str(m.world_size), n.RANK: str(m.rank), n.PET_NODE_RANK: str(m.rank)}
         if self.nproc_per_node is not None:
             env[n.PET_NPROC_PER_NODE] = self.nproc_per_node
-        if self.master is not None:
-            env[n.PET_NODE_RANK] = str(self.master.rank)
         if self.rendezvous is not None:
             env |= _render_rendezvous(self.rendezvous)
         elif self.nnodes is not None:

@@ -42,8 +42,8 @@ def test_master_and_workers_get_the_static_rendezvous_in_kubeflow_order() -> Non
         ("PET_MASTER_ADDR", "job-master-0.job"),
         ("WORLD_SIZE", "4"),
         ("RANK", "3"),
-        ("PET_NPROC_PER_NODE", "auto"),
         ("PET_NODE_RANK", "3"),
+        ("PET_NPROC_PER_NODE", "auto"),
         ("PET_NNODES", "4"),
     ]
 

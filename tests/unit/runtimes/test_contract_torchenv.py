@@ -19,8 +19,8 @@ def test_master_job_env_in_the_operators_order() -> None:
         ("PET_MASTER_ADDR", "job-master-0"),
         ("WORLD_SIZE", "3"),
         ("RANK", "2"),
-        ("PET_NPROC_PER_NODE", "auto"),
         ("PET_NODE_RANK", "2"),
+        ("PET_NPROC_PER_NODE", "auto"),
         ("PET_NNODES", "3"),
     ]
 
