@@ -13,7 +13,7 @@ restart, the status carried on) and finish; the converted MPIJob and a new job o
 pods kubetrain renders for the Go jobs' own specs under Kubeflow's per-replica Services equal the Go
 operator's, except for the named, documented INTENDED differences (docs/differences.md).
 
-A kind (XGBoostJob, PaddleJob) joins by adding a row to ROWS: its replicas and the replica types whose
+A kind joins by adding a row to ROWS: its replicas and the replica types whose
 success ends the job.
 """
 
@@ -93,6 +93,7 @@ ROWS = (
     Row("PyTorchJob", {"Master": 1, "Worker": 2}, ("Master",)),
     Row("PyTorchJob", {"Worker": 2}, ("Worker",), "elastic", ELASTIC),
     Row("JAXJob", {"Worker": 2}, ("Worker",)),
+    Row("XGBoostJob", {"Master": 1, "Worker": 2}, ("Master",)),
 )
 NODES = (FakeNode("migrate-a", cpu="64", gpus=0), FakeNode("migrate-b", cpu="64", gpus=0))
 _MPI = {"name": "mpi", "image": "trainer:1"}
