@@ -17,32 +17,39 @@ from typing import Any
 from kubeflow.training import TrainingClient, models
 from kubeflow.training.constants import constants
 
+MODEL_ONLY = {
+    constants.XGBOOSTJOB_KIND: ("xgb_replica_specs", {"Master": 1, "Worker": 1}),
+    constants.JAXJOB_KIND: ("jax_replica_specs", {"Worker": 2}),
+}
+"""The kinds the SDK builds only from their model (not from an image): the model's field of replica specs,
+and the replicas a test job gets."""
+
 
 def create(client: TrainingClient, kind: str, name: str, _arg: str) -> Any:
     """A job as the SDK builds it from an image: a PyTorchJob gets Master + 1 Worker, a TFJob 2 Workers.
-    The SDK builds no other kind from an image; an XGBoostJob is written as its model, Master + 1 Worker."""
-    if kind == constants.XGBOOSTJOB_KIND:
-        client.create_job(job=xgboostjob(name))
+    The SDK builds no other kind from an image: those are written as their models (MODEL_ONLY)."""
+    if kind in MODEL_ONLY:
+        client.create_job(job=model_job(kind, name))
     else:
         client.create_job(name=name, job_kind=kind, base_image="trainer:1", num_workers=2)
     return {"created": name}
 
 
-def xgboostjob(name: str) -> Any:
-    """The SDK's XGBoostJob model: a Master and a Worker, each one `xgboost` container."""
-    container = models.V1Container(name=constants.XGBOOSTJOB_CONTAINER, image="trainer:1")
+def model_job(kind: str, name: str) -> Any:
+    """The SDK's model of a `kind` job with MODEL_ONLY's replicas, each pod one container of the kind's
+    default name, the way a notebook writes one."""
+    field, replicas = MODEL_ONLY[kind]
+    parameters = constants.JOB_PARAMETERS[kind]
+    container = models.V1Container(name=parameters["container"], image="trainer:1")
     template = models.V1PodTemplateSpec(spec=models.V1PodSpec(containers=[container]))
-    return models.KubeflowOrgV1XGBoostJob(
-        api_version=constants.API_VERSION,
-        kind=constants.XGBOOSTJOB_KIND,
-        metadata=models.V1ObjectMeta(name=name),
-        spec=models.KubeflowOrgV1XGBoostJobSpec(
-            run_policy=models.KubeflowOrgV1RunPolicy(),
-            xgb_replica_specs={
-                "Master": models.KubeflowOrgV1ReplicaSpec(replicas=1, template=template),
-                "Worker": models.KubeflowOrgV1ReplicaSpec(replicas=1, template=template),
-            },
-        ),
+    specs = {
+        rtype: models.KubeflowOrgV1ReplicaSpec(replicas=n, template=template) for rtype, n in replicas.items()
+    }
+    spec = getattr(models, f"{parameters['model']}Spec")(
+        run_policy=models.KubeflowOrgV1RunPolicy(), **{field: specs}
+    )
+    return getattr(models, parameters["model"])(
+        api_version=constants.API_VERSION, kind=kind, metadata=models.V1ObjectMeta(name=name), spec=spec
     )
 
 
