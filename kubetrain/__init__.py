@@ -1,4 +1,5 @@
-"""kubetrain: one Kubernetes operator for TFJob, PyTorchJob, JAXJob and MPIJob (kubeflow.org compatible)."""
+"""kubetrain: one Kubernetes operator for TFJob, PyTorchJob, JAXJob, PaddleJob and MPIJob
+(kubeflow.org compatible)."""
 
 __version__ = "0.1.0"
 __all__ = ["__version__"]

@@ -2,10 +2,12 @@
 
 The public surface, by module:
 
-- models: `TFJob`, `PyTorchJob`, `JAXJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1), their specs,
-  the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`, `JobCondition`, the
-  pod template types and the enumerations. Every model dumps its wire form with `to_wire()`.
-- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `MPIJOB`, all in `KINDS`), `kind_info(job)`.
+- models: `TFJob`, `PyTorchJob`, `JAXJob`, `PaddleJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1),
+  their specs, the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`,
+  `JobCondition`, the pod template types and the enumerations. Every model dumps its wire form with
+  `to_wire()`.
+- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `PADDLEJOB`, `MPIJOB`, all in
+  `KINDS`), `kind_info(job)`.
 - `defaults`: `apply_defaults(job)`, a pure function returning a defaulted copy.
 - `validation`: `validate(job) -> list[FieldError]` and `check_job(job)`, which raises `InvalidJobError`.
 - `load`: `parse_job(mapping)`, `load_jobs(yaml_text)`, `load_valid_jobs(yaml_text)` (parsed, defaulted and
@@ -38,6 +40,7 @@ from kubetrain.api.kinds import (
     KINDS,
     MPIJOB,
     MULTIKUEUE_CONTROLLER,
+    PADDLEJOB,
     PYTORCHJOB,
     TFJOB,
     AnyJob,
@@ -49,6 +52,7 @@ from kubetrain.api.load import dump_jobs, load_jobs, load_valid_jobs, other_obje
 from kubetrain.api.meta import Int32, Int64, KubeModel, ObjectMeta, OwnerReference, Quantity, Time, WireModel
 from kubetrain.api.mpijob import LauncherCreationPolicy, MPIImplementation, MPIJob, MPIJobSpec, MPIReplicaType
 from kubetrain.api.owned_env import owned_env_names
+from kubetrain.api.paddlejob import PaddleElasticPolicy, PaddleJob, PaddleJobSpec, PaddleReplicaType
 from kubetrain.api.pod import (
     Container,
     ContainerPort,
@@ -78,6 +82,7 @@ __all__ = [
     "MAX_SLOTS_PER_WORKER",
     "MPIJOB",
     "MULTIKUEUE_CONTROLLER",
+    "PADDLEJOB",
     "PYTORCHJOB",
     "TFJOB",
     "AnyJob",
@@ -108,6 +113,10 @@ __all__ = [
     "MPIReplicaType",
     "ObjectMeta",
     "OwnerReference",
+    "PaddleElasticPolicy",
+    "PaddleJob",
+    "PaddleJobSpec",
+    "PaddleReplicaType",
     "PodSpec",
     "PodTemplateSpec",
     "PyTorchJob",

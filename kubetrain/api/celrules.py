@@ -95,7 +95,7 @@ def _replica_rules(info: KindInfo, specs: Schema) -> None:
         ),
     )
     masters = sorted(info.master_types)
-    if not masters:  # e.g. JAXJob: every replica is a Worker
+    if not masters:  # e.g. JAXJob (only Workers), PaddleJob (its Masters are parameter servers, any number)
         return
     master_names = ", ".join(f"'{rtype.lower()}'" for rtype in masters)
     _add(

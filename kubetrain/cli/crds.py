@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "crds",
         help="generate the CRD manifests from the API models",
-        description="Write the TFJob, PyTorchJob, MPIJob and JAXJob CRDs, generated from the API models.",
+        description=(
+            "Write the TFJob, PyTorchJob, MPIJob, JAXJob and PaddleJob CRDs, generated from the API models."
+        ),
     )
     parser.add_argument(
         "--output-dir",

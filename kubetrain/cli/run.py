@@ -1,4 +1,5 @@
-"""`kubetrain run --local JOB.yaml`: run a TFJob, PyTorchJob, JAXJob or MPIJob on this machine, for real.
+"""`kubetrain run --local JOB.yaml`: run a TFJob, PyTorchJob, JAXJob, PaddleJob or MPIJob on this machine,
+for real.
 
 The job is defaulted and validated as the operator does, then reconciled by the operator's own
 controller for its kind against an in-memory API server, while a local kubelet runs every pod's main
@@ -25,7 +26,7 @@ from kubetrain.controllers.registry import ControllerUnavailable, load_controlle
 __all__ = ["register", "run"]
 
 _DESCRIPTION = """\
-Run one TFJob, PyTorchJob, JAXJob or MPIJob on this machine, for real, with the operator's own
+Run one TFJob, PyTorchJob, JAXJob, PaddleJob or MPIJob on this machine, for real, with the operator's own
 controller code: the same defaulting, validation, pods, environment, restart policies, backoffLimit,
 activeDeadlineSeconds, success policy, cleanPodPolicy and conditions as in a cluster.
 

@@ -1,1 +1,1 @@
-"""One JobController subclass per framework: TFJob, PyTorchJob, MPIJob, JAXJob."""
+"""One JobController subclass per framework: TFJob, PyTorchJob, MPIJob, JAXJob, PaddleJob."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, final
 
-from kubetrain.api import JAXJOB, MPIJOB, PYTORCHJOB, TFJOB, KindInfo
+from kubetrain.api import JAXJOB, MPIJOB, PADDLEJOB, PYTORCHJOB, TFJOB, KindInfo
 
 if TYPE_CHECKING:  # the controllers' machinery is imported on `load()`, not to read the list
     from kubetrain.controllers.settings import ConfiguredJobController
@@ -86,6 +86,7 @@ CONTROLLERS: Mapping[str, ControllerEntry] = MappingProxyType(
             ControllerEntry(PYTORCHJOB, "kubetrain.controllers.pytorch", "PyTorchJobController"),
             ControllerEntry(MPIJOB, "kubetrain.controllers.mpi.controller", "MPIJobController"),
             ControllerEntry(JAXJOB, "kubetrain.controllers.jax", "JAXJobController"),
+            ControllerEntry(PADDLEJOB, "kubetrain.controllers.paddle", "PaddleJobController"),
         )
     }
 )

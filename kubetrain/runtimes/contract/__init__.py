@@ -8,6 +8,7 @@ that a training image needs nothing of the operator's dependencies to parse its 
 - `TFConfig`: the TF_CONFIG document, render/parse, and the strategy it implies.
 - `TorchEnv` (operator side) and `TorchProcess` (process side) for PyTorchJob.
 - `JaxEnv` (both sides) for JAXJob.
+- `PaddleEnv` (both sides) and `PaddleRole` for PaddleJob.
 - `Hostfile`, `DiscoverHosts`, `launcher_env`, `worker_env`, `MPIProcess` for MPIJob.
 - `ContractError`: a missing or malformed value, naming the variable and the fix.
 """
@@ -27,6 +28,7 @@ from kubetrain.runtimes.contract.mpi import (
     launcher_env,
     worker_env,
 )
+from kubetrain.runtimes.contract.paddleenv import PaddleEnv, PaddleRole
 from kubetrain.runtimes.contract.tfconfig import StrategyKind, TFConfig, TFReplicaType, TFTask
 from kubetrain.runtimes.contract.torchenv import MasterEnv, RendezvousEnv, TorchEnv, TorchProcess
 
@@ -40,6 +42,8 @@ __all__ = [
     "MPIProcess",
     "MPIRole",
     "MasterEnv",
+    "PaddleEnv",
+    "PaddleRole",
     "RendezvousEnv",
     "StrategyKind",
     "TFConfig",

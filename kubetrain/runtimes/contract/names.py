@@ -1,6 +1,6 @@
 """Environment variable names and file paths shared by the operator and the code in the pods.
 
-The names are those the Kubeflow training-operator (TFJob, PyTorchJob, JAXJob) and mpi-operator
+The names are those the Kubeflow training-operator (TFJob, PyTorchJob, JAXJob, PaddleJob) and mpi-operator
 (MPIJob v2beta1) inject, so that training code written for Kubeflow runs unchanged under kubetrain.
 """
 
@@ -46,6 +46,11 @@ __all__ = [
     "OMPI_MCA_ORTE_SET_DEFAULT_SLOTS",
     "OMPI_MCA_PLM_RSH_AGENT",
     "OMPI_MCA_PLM_RSH_ARGS",
+    "PADDLE_JOB_ID",
+    "PADDLE_MASTER",
+    "PADDLE_NNODES",
+    "PADDLE_SERVER_NUM",
+    "PADDLE_TRAINER_NUM",
     "PET_MASTER_ADDR",
     "PET_MASTER_PORT",
     "PET_MAX_RESTARTS",
@@ -62,6 +67,7 @@ __all__ = [
     "PMIX_RANK",
     "PMI_RANK",
     "PMI_SIZE",
+    "POD_IP_DUMMY",
     "PROCESS_ID",
     "PYTHONUNBUFFERED",
     "RANK",
@@ -117,6 +123,20 @@ NUM_PROCESSES: Final = "NUM_PROCESSES"
 """Every replica of the job (one JAX process per pod)."""
 PROCESS_ID: Final = "PROCESS_ID"
 """The replica's index."""
+
+# --- PaddleJob: set by the operator, read by paddle.distributed.launch ---------------------------
+PADDLE_MASTER: Final = "PADDLE_MASTER"
+"""`host:port` of the launcher's rendezvous (an HTTP key-value store) that the master pod serves."""
+PADDLE_NNODES: Final = "PADDLE_NNODES"
+"""Every replica of the job (one node, one launcher per pod)."""
+PADDLE_JOB_ID: Final = "PADDLE_JOB_ID"
+"""The job's name: the launcher's key prefix in the rendezvous store."""
+PADDLE_SERVER_NUM: Final = "PADDLE_SERVER_NUM"
+"""Parameter-server mode, Master pods: the servers this pod runs (1)."""
+PADDLE_TRAINER_NUM: Final = "PADDLE_TRAINER_NUM"
+"""Parameter-server mode, Worker pods: the trainers this pod runs (1)."""
+POD_IP_DUMMY: Final = "POD_IP_DUMMY"
+"""The master pod's own IP (downward API `status.podIP`), which its PADDLE_MASTER refers to."""
 
 # --- MPIJob (v2beta1): set by the operator on the launcher and workers --------------------------
 K_MPI_JOB_ROLE: Final = "K_MPI_JOB_ROLE"
