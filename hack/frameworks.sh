@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the training frameworks that the runtime tests (tests/runtime) drive for real: PyTorch,
-# TensorFlow (CPU) with tf-keras, JAX (jax[cpu]), mpi4py over Debian's Open MPI and MPICH, numpy and
-# scikit-learn.
+# TensorFlow (CPU) with tf-keras, JAX (jax[cpu]), PaddlePaddle (CPU), mpi4py over Debian's Open MPI and
+# MPICH, numpy and scikit-learn.
 # Called by `bash hack/setup.sh --frameworks`. Idempotent: a stamp records what was installed, and a
 # second run only checks that the frameworks are still there (0.1 s).
 #
-# Why it is a script and not only `pip install .[torch,tensorflow,jax,mpi]`:
+# Why it is a script and not only `pip install .[torch,tensorflow,jax,paddle,mpi]`:
 # - tf-keras depends on `tensorflow`, not `tensorflow-cpu`; installing it normally drags the 572 MB
 #   `tensorflow` wheel over tensorflow-cpu. We install it with --no-deps (so `pip check` reports
 #   "tf-keras requires tensorflow": expected and harmless).
@@ -49,10 +49,14 @@ hash=$( (cat hack/frameworks.sh; python -c 'import tomllib, json; d = tomllib.lo
 frameworks_import() {
   python - "$want_horovod" <<'EOF'
 import sys
+import warnings
 import jax, mpi4py, numpy, sklearn, tensorflow as tf, tf_keras, torch
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # paddle warns at import that ccache (for C++ extensions) is missing
+    import paddle
 print(f"torch {torch.__version__}, tensorflow {tf.__version__}, tf_keras {tf_keras.__version__}, "
-      f"jax {jax.__version__}, mpi4py {mpi4py.__version__}, numpy {numpy.__version__}, "
-      f"scikit-learn {sklearn.__version__}")
+      f"jax {jax.__version__}, paddle {paddle.__version__}, mpi4py {mpi4py.__version__}, "
+      f"numpy {numpy.__version__}, scikit-learn {sklearn.__version__}")
 if sys.argv[1] == "1":
     import horovod.torch as hvd
     import horovod
@@ -62,7 +66,7 @@ EOF
 
 frameworks_present() {  # cheap: finds the modules without importing them (importing takes ~15 s)
   python -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in
-    ("jax", "mpi4py", "numpy", "sklearn", "tensorflow", "tf_keras", "torch")))' || return 1
+    ("jax", "mpi4py", "numpy", "paddle", "sklearn", "tensorflow", "tf_keras", "torch")))' || return 1
   [ "$want_horovod" = 0 ] || python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("horovod") is None)'
 }
 
@@ -108,7 +112,7 @@ fi
 extras=$(python - <<'EOF'
 import tomllib
 d = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
-reqs = sorted({r for extra in ("torch", "tensorflow", "jax", "mpi") for r in d[extra]})
+reqs = sorted({r for extra in ("torch", "tensorflow", "jax", "paddle", "mpi") for r in d[extra]})
 print("\n".join(reqs))
 EOF
 )
@@ -167,6 +171,6 @@ step "check"
 TF_CPP_MIN_LOG_LEVEL=3 frameworks_import
 site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "   sizes: torch $(du -sh "$site/torch" | cut -f1), nvidia $(du -shc "$site"/nvidia* 2>/dev/null | tail -1 | cut -f1)," \
-  "tensorflow $(du -sh "$site/tensorflow" | cut -f1), venv $(du -sh .venv | cut -f1)"
+  "tensorflow $(du -sh "$site/tensorflow" | cut -f1), paddle $(du -sh "$site/paddle" | cut -f1), venv $(du -sh .venv | cut -f1)"
 echo "$hash" >"$stamp"
 echo "frameworks: installed in $(($(date +%s) - t_start)) s"

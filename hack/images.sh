@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds every image the examples name (docker.io/kubetrain/trainer-*:<version>) and the operator image
-# (docker.io/kubetrain/kubetrain-operator:<version>, from the Dockerfile) with podman, buildah or docker,
-# whichever is present (podman and what it needs here are installed with apt when missing, see PODMAN_PKGS).
+# Builds every image the examples name (docker.io/kubetrain/trainer-*:<version>; those in ON_DEMAND only
+# when named) and the operator image (docker.io/kubetrain/kubetrain-operator:<version>, from the
+# Dockerfile) with podman, buildah or docker, whichever is present (podman and what it needs here are
+# installed with apt when missing, see PODMAN_PKGS).
 #
 # Layers are shared and cached by version: localhost/kubetrain/python:3.11 (a venv with numpy and
 # scikit-learn) under every trainer, localhost/kubetrain/torch:<torch> (about 6 GB) under trainer-pytorch and
@@ -33,6 +34,9 @@ PYTHON_IMAGE=localhost/kubetrain/python:3.11
 TORCH_IMAGE=localhost/kubetrain/torch:$TORCH_VERSION
 CA_BUNDLE=${KUBETRAIN_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 ALL=(trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi operator)
+# Built only when named (`bash hack/images.sh trainer-paddle`): no test runs them in containers, and building
+# them by default would slow the images tier down for nothing.
+ON_DEMAND=(trainer-paddle)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -161,7 +165,10 @@ wanted=("$@")
 [ ${#wanted[@]} -eq 0 ] && wanted=("${ALL[@]}")
 needs() { local x; for x in "${wanted[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 for w in "${wanted[@]}"; do
-  case " ${ALL[*]} " in *" $w "*) ;; *) echo "images: unknown image $w (known: ${ALL[*]})" >&2; exit 2 ;; esac
+  case " ${ALL[*]} ${ON_DEMAND[*]} " in
+    *" $w "*) ;;
+    *) echo "images: unknown image $w (known: ${ALL[*]} ${ON_DEMAND[*]})" >&2; exit 2 ;;
+  esac
 done
 
 kubetrain_wheel
@@ -172,7 +179,8 @@ build "$PYTHON_IMAGE" images/python/Containerfile images "BASE_IMAGE=$base"
 if needs trainer-pytorch || needs trainer-horovod; then
   build "$TORCH_IMAGE" images/torch/Containerfile images "PYTHON_IMAGE=$PYTHON_IMAGE"
 fi
-for name in trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi; do
+for name in trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi \
+  "${ON_DEMAND[@]}"; do
   needs "$name" || continue
   [ "$name" = trainer-horovod ] && horovod_wheel
   build "$REGISTRY/$name:$VERSION" "images/$name/Containerfile" images \

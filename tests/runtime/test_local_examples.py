@@ -56,6 +56,7 @@ COVERED = {
     ),  # chief + 2 workers + the evaluator of the chief's weights
     "tensorflow/tf-ps-workers.yaml": Expect(1),  # only the coordinator reports (async steps: no lock-step)
     "jax/jax-spmd.yaml": Expect(2),  # 2 processes through jax.distributed (jax[cpu], the jax extra)
+    "paddle/paddle-collective.yaml": Expect(2),  # 2 trainers under paddle.distributed.launch (paddle extra)
     "mpi/mpi-allreduce-openmpi.yaml": Expect(3),  # the launcher runs as a worker too
     "mpi/mpi-mpich.yaml": Expect(2),
     "mpi/mpi-horovod-openmpi.yaml": Expect(4),  # 2 workers x 2 slots (hack/frameworks.sh builds Horovod)

@@ -13,6 +13,7 @@ from kubetrain.api import (
     JAXJob,
     MPIImplementation,
     MPIJob,
+    PaddleJob,
     PyTorchJob,
     TFJob,
     apply_defaults,
@@ -23,7 +24,13 @@ from kubetrain.api import (
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FILES = sorted(EXAMPLES.rglob("*.yaml"))
-FRAMEWORK_DIRS = {"tensorflow": TFJob, "pytorch": PyTorchJob, "mpi": MPIJob, "jax": JAXJob}
+FRAMEWORK_DIRS = {
+    "tensorflow": TFJob,
+    "pytorch": PyTorchJob,
+    "mpi": MPIJob,
+    "jax": JAXJob,
+    "paddle": PaddleJob,
+}
 
 
 def load(path: Path) -> AnyJob:

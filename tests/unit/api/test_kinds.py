@@ -8,6 +8,7 @@ from kubetrain.api import (
     JAXJOB,
     KINDS,
     MPIJOB,
+    PADDLEJOB,
     PYTORCHJOB,
     TFJOB,
     Container,
@@ -52,6 +53,16 @@ IDENTITY = {
         ("jaxjob-port", 6666),
         "jaxjob-controller",
     ),
+    PADDLEJOB: (
+        "kubeflow.org/v1",
+        "paddlejobs",
+        "paddleReplicaSpecs",
+        ("Master", "Worker"),
+        set(),  # Paddle's Masters are parameter servers: any number of them
+        "paddle",
+        ("master", 36543),
+        "paddlejob-controller",
+    ),
     MPIJOB: (
         "kubeflow.org/v2beta1",
         "mpijobs",
@@ -87,6 +98,11 @@ def test_defaults_match_the_kubeflow_operators() -> None:
     assert set(PYTORCHJOB.default_restart_policy.values()) == {RestartPolicy.ON_FAILURE}
     assert dict(JAXJOB.default_restart_policy) == {"Worker": RestartPolicy.NEVER}
     assert dict(JAXJOB.default_replicas) == {"Worker": 1}
+    assert dict(PADDLEJOB.default_restart_policy) == {
+        "Master": RestartPolicy.ON_FAILURE,
+        "Worker": RestartPolicy.ON_FAILURE,
+    }
+    assert dict(PADDLEJOB.default_replicas) == {"Master": 1, "Worker": 1}
     assert dict(MPIJOB.default_restart_policy) == {
         "Launcher": RestartPolicy.ON_FAILURE,
         "Worker": RestartPolicy.NEVER,
