@@ -2,9 +2,9 @@
 ServiceAccount with the shipped ClusterRole, every example job submitted with `kubectl apply -f`.
 
 What a user relies on: every example runs to Succeeded (kwok plays the kubelet), `kubectl get
-tfjobs,pytorchjobs,mpijobs,jaxjobs` shows each job's State and Age, a Kueue-style suspended job waits until it
-is resumed, deleting a job removes its pods and Services, and the shipped RBAC is enough: the API server
-refuses the operator nothing. How the operator is run instead of the Deployment: see `shipped`.
+tfjobs,pytorchjobs,mpijobs,jaxjobs,paddlejobs` shows each job's State and Age, a Kueue-style suspended job
+waits until it is resumed, deleting a job removes its pods and Services, and the shipped RBAC is enough: the
+API server refuses the operator nothing. How the operator is run instead of the Deployment: see `shipped`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,13 @@ pytestmark = pytest.mark.e2e
 
 BASE = MANIFESTS / "base"
 SUSPENDED_EXAMPLE = "pytorch-kueue.yaml"
-FRAMEWORKS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MPIJob": "mpi", "JAXJob": "jax"}
+FRAMEWORKS = {
+    "TFJob": "tensorflow",
+    "PyTorchJob": "pytorch",
+    "MPIJob": "mpi",
+    "JAXJob": "jax",
+    "PaddleJob": "paddle",
+}
 """The `framework` label of the job metrics, by kind."""
 
 

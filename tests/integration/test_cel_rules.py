@@ -35,6 +35,7 @@ def valid_job(kind: str, name: str = "valid") -> Job:
         "PyTorchJob": ("Master", "Worker"),
         "MPIJob": ("Launcher", "Worker"),
         "JAXJob": ("Worker",),
+        "PaddleJob": ("Worker",),
     }
     specs = {
         t: {"replicas": 1 if t == types[kind][0] else 2, "template": copy.deepcopy(template)}
@@ -89,8 +90,8 @@ class Case:
     """The field the API server's message and kubetrain's error both name (for map rules: the map)."""
 
 
-ALL = ("TFJob", "PyTorchJob", "MPIJob", "JAXJob")
-V1 = ("TFJob", "PyTorchJob", "JAXJob")
+ALL = ("TFJob", "PyTorchJob", "MPIJob", "JAXJob", "PaddleJob")
+V1 = ("TFJob", "PyTorchJob", "JAXJob", "PaddleJob")
 CASES = [
     Case("name-not-dns1035", ALL, _set("metadata.name", "9lives"), "metadata.name"),
     Case("name-with-dot", ALL, _set("metadata.name", "mnist.v2"), "metadata.name"),
@@ -109,6 +110,7 @@ CASES = [
     Case("tf-chief-replicas", ("TFJob",), _replicas("Chief", 2), "spec.tfReplicaSpecs"),
     Case("tf-chief-and-master", ("TFJob",), _rename("Worker", "Master"), "spec.tfReplicaSpecs"),
     Case("jax-chief", ("JAXJob",), _rename("Worker", "Chief"), "spec.jaxReplicaSpecs"),
+    Case("paddle-chief", ("PaddleJob",), _rename("Worker", "Chief"), "spec.paddleReplicaSpecs"),
     Case("pytorch-master-replicas", ("PyTorchJob",), _replicas("Master", 3), "spec.pytorchReplicaSpecs"),
     Case("nproc-word", ("PyTorchJob",), _set("spec.nprocPerNode", "four"), "spec.nprocPerNode"),
     Case("nproc-too-long", ("PyTorchJob",), _set("spec.nprocPerNode", "12345678901"), "spec.nprocPerNode"),

@@ -24,7 +24,13 @@ from kubetrain.api.podschema import GO_NULLS, KUBERNETES_SCHEMA_VERSION, kuberne
 pytestmark = pytest.mark.integration
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "gonulls"
-KUBEFLOW_MAPS = {"tfReplicaSpecs", "pytorchReplicaSpecs", "jaxReplicaSpecs", "mpiReplicaSpecs"}
+KUBEFLOW_MAPS = {
+    "tfReplicaSpecs",
+    "pytorchReplicaSpecs",
+    "jaxReplicaSpecs",
+    "paddleReplicaSpecs",
+    "mpiReplicaSpecs",
+}
 """Written as null only when nil, i.e. for a job without replica specs, which is invalid (crd.py says why)."""
 
 
