@@ -19,8 +19,35 @@ from kubeflow.training.constants import constants
 
 
 def create(client: TrainingClient, kind: str, name: str, _arg: str) -> Any:
-    """A job as the SDK builds it from an image: a PyTorchJob gets Master + 1 Worker, a TFJob 2 Workers."""
+    """A job as the SDK builds it from an image: a PyTorchJob gets Master + 1 Worker, a TFJob 2 Workers.
+    The SDK builds only those two kinds from an image; a PaddleJob is written as its model (Master + 1
+    Worker: parameter-server mode, in which the Master has the master role whose logs the SDK reads)."""
+    if kind == constants.PADDLEJOB_KIND:
+        return create_paddlejob(client, name)
     client.create_job(name=name, job_kind=kind, base_image="trainer:1", num_workers=2)
+    return {"created": name}
+
+
+def create_paddlejob(client: TrainingClient, name: str) -> Any:
+    container = models.V1Container(
+        name=constants.PADDLEJOB_CONTAINER,
+        image="trainer:1",
+        command=["python", "-m", "paddle.distributed.launch", "train.py"],
+    )
+    template = models.V1PodTemplateSpec(spec=models.V1PodSpec(containers=[container]))
+    job = models.KubeflowOrgV1PaddleJob(
+        api_version=constants.API_VERSION,
+        kind=constants.PADDLEJOB_KIND,
+        metadata=models.V1ObjectMeta(name=name),
+        spec=models.KubeflowOrgV1PaddleJobSpec(
+            run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy="None"),
+            paddle_replica_specs={
+                "Master": models.KubeflowOrgV1ReplicaSpec(replicas=1, template=template),
+                "Worker": models.KubeflowOrgV1ReplicaSpec(replicas=1, template=template),
+            },
+        ),
+    )
+    client.create_job(job=job)
     return {"created": name}
 
 

@@ -5,6 +5,7 @@ by kwok (the test annotates a pod with its outcome and exit code).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -75,15 +76,10 @@ async def test_example_runs_with_the_launcher_env_and_succeeds_when_every_worker
     assert await operator.reason(namespace, "paddle-collective", "Running") == "PaddleJobRunning"
 
     control_plane.finish_pod(namespace, names[0], Outcome.SUCCEEDED)
-    await wait_until(lambda: _phase(operator, namespace, names[0], "Succeeded"), what="worker 0 Succeeded")
+    await asyncio.to_thread(control_plane.wait_for_pod_phase, namespace, names[0], "Succeeded")
     assert await operator.condition(namespace, "paddle-collective", "Succeeded") is None  # every worker must
     control_plane.finish_pod(namespace, names[1], Outcome.SUCCEEDED)
     assert await operator.reason(namespace, "paddle-collective", "Succeeded") == "PaddleJobSucceeded"
-
-
-async def _phase(op: InProcessOperator, ns: str, name: str, phase: str) -> bool:
-    pod = (await op.pods(ns)).get(name) or {}
-    return bool(pod.get("status", {}).get("phase") == phase)
 
 
 async def test_parameter_server_mode_the_masters_decide_and_a_failed_worker_is_replaced(
