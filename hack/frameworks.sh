@@ -49,19 +49,18 @@ hash=$( (cat hack/frameworks.sh; python -c 'import tomllib, json; d = tomllib.lo
 frameworks_import() {
   python - "$want_horovod" <<'EOF'
 import sys
-import warnings
 import jax, mpi4py, numpy, sklearn, tensorflow as tf, tf_keras, torch
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # paddle warns at import that ccache (for C++ extensions) is missing
-    import paddle
 print(f"torch {torch.__version__}, tensorflow {tf.__version__}, tf_keras {tf_keras.__version__}, "
-      f"jax {jax.__version__}, paddle {paddle.__version__}, mpi4py {mpi4py.__version__}, "
-      f"numpy {numpy.__version__}, scikit-learn {sklearn.__version__}")
+      f"jax {jax.__version__}, mpi4py {mpi4py.__version__}, numpy {numpy.__version__}, "
+      f"scikit-learn {sklearn.__version__}")
 if sys.argv[1] == "1":
     import horovod.torch as hvd
     import horovod
     print(f"horovod {horovod.__version__}: mpi {hvd.mpi_built()}, gloo {hvd.gloo_built()}")
 EOF
+  # paddle in a process of its own: imported after tensorflow, one of the two crashes the interpreter
+  # (SIGSEGV; no training process imports both). -W ignore: at import it warns that ccache is missing.
+  python -W ignore -c 'import paddle; print(f"paddle {paddle.__version__}")'
 }
 
 frameworks_present() {  # cheap: finds the modules without importing them (importing takes ~15 s)
