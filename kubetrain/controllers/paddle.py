@@ -24,7 +24,9 @@ waits until the rendezvous answers.
 
 from __future__ import annotations
 
-from kubetrain.api import PADDLEJOB, PaddleJob
+from collections.abc import Sequence
+
+from kubetrain.api import PADDLEJOB, FieldError, PaddleJob
 from kubetrain.api.paddlejob import PaddleReplicaType
 from kubetrain.common.job import Observed, ServiceMode, Verdict, replica_name
 from kubetrain.common.job.containers import replica_port, set_env
@@ -50,6 +52,20 @@ class PaddleJobController(ConfiguredJobController[PaddleJob]):
         for container in pod["spec"].get("containers") or ():
             set_env(container, env)
         return pod
+
+    def validate(self, job: PaddleJob) -> Sequence[FieldError]:
+        """The API's rules, plus: each `master` port is one PADDLE_MASTER can carry (the CRD, like
+        Kubeflow's, leaves containerPort unbounded; the pod would be refused, or the env unreadable)."""
+        errors = list(super().validate(job))
+        if errors:
+            return errors
+        for rtype, spec in job.replica_specs.items():
+            port = replica_port(PADDLEJOB, spec) or 0
+            if not 1 <= port <= 65535:
+                path = f"spec.{PADDLEJOB.replica_specs_field}.{rtype}.template.spec.containers"
+                fix = "set it to a port number in 1..65535, or remove it for the default 36543"
+                errors.append(FieldError(path, f"the `master` port of `paddle` is {port}", fix))
+        return errors
 
     def is_master(self, job: PaddleJob, rtype: str, index: int) -> bool:
         return rtype == _MASTER
