@@ -20,6 +20,10 @@ What is Paddle-specific, and only that:
 
 No init container or start order beyond the template's: `paddle.distributed.launch` on the other pods
 waits until the rendezvous answers.
+
+Differences from Kubeflow (deliberate; docs/differences.md has the rest): a `master` port outside 1..65535
+fails the job with `PaddleJobFailedValidation` naming the containers (Kubeflow renders it into
+PADDLE_MASTER, and the pods are refused or the launchers cannot parse it).
 """
 
 from __future__ import annotations
