@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the training frameworks that the runtime tests (tests/runtime) drive for real: PyTorch,
-# TensorFlow (CPU) with tf-keras, JAX (jax[cpu]), XGBoost (xgboost-cpu), mpi4py over Debian's Open MPI and
-# MPICH, numpy and scikit-learn.
+# TensorFlow (CPU) with tf-keras, JAX (jax[cpu]), XGBoost (xgboost-cpu), PaddlePaddle (CPU), mpi4py over
+# Debian's Open MPI and MPICH, numpy and scikit-learn.
 # Called by `bash hack/setup.sh --frameworks`. Idempotent: a stamp records what was installed, and a
 # second run only checks that the frameworks are still there (0.1 s).
 #
-# Why it is a script and not only `pip install .[torch,tensorflow,jax,xgboost,mpi]`:
+# Why it is a script and not only `pip install .[torch,tensorflow,jax,xgboost,paddle,mpi]`:
 # - tf-keras depends on `tensorflow`, not `tensorflow-cpu`; installing it normally drags the 572 MB
 #   `tensorflow` wheel over tensorflow-cpu. We install it with --no-deps (so `pip check` reports
 #   "tf-keras requires tensorflow": expected and harmless).
@@ -58,11 +58,14 @@ if sys.argv[1] == "1":
     import horovod
     print(f"horovod {horovod.__version__}: mpi {hvd.mpi_built()}, gloo {hvd.gloo_built()}")
 EOF
+  # paddle in a process of its own: imported after tensorflow, one of the two crashes the interpreter
+  # (SIGSEGV; no training process imports both). -W ignore: at import it warns that ccache is missing.
+  python -W ignore -c 'import paddle; print(f"paddle {paddle.__version__}")'
 }
 
 frameworks_present() {  # cheap: finds the modules without importing them (importing takes ~15 s)
   python -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in
-    ("jax", "mpi4py", "numpy", "sklearn", "tensorflow", "tf_keras", "torch", "xgboost")))' || return 1
+    ("jax", "mpi4py", "numpy", "paddle", "sklearn", "tensorflow", "tf_keras", "torch", "xgboost")))' || return 1
   [ "$want_horovod" = 0 ] || python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("horovod") is None)'
 }
 
@@ -108,7 +111,7 @@ fi
 extras=$(python - <<'EOF'
 import tomllib
 d = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
-reqs = sorted({r for extra in ("torch", "tensorflow", "jax", "xgboost", "mpi") for r in d[extra]})
+reqs = sorted({r for extra in ("torch", "tensorflow", "jax", "xgboost", "paddle", "mpi") for r in d[extra]})
 print("\n".join(reqs))
 EOF
 )
@@ -167,6 +170,6 @@ step "check"
 TF_CPP_MIN_LOG_LEVEL=3 frameworks_import
 site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "   sizes: torch $(du -sh "$site/torch" | cut -f1), nvidia $(du -shc "$site"/nvidia* 2>/dev/null | tail -1 | cut -f1)," \
-  "tensorflow $(du -sh "$site/tensorflow" | cut -f1), venv $(du -sh .venv | cut -f1)"
+  "tensorflow $(du -sh "$site/tensorflow" | cut -f1), paddle $(du -sh "$site/paddle" | cut -f1), venv $(du -sh .venv | cut -f1)"
 echo "$hash" >"$stamp"
 echo "frameworks: installed in $(($(date +%s) - t_start)) s"

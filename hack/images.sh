@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds every image the examples name (docker.io/kubetrain/trainer-*:<version>) and the operator image
-# (docker.io/kubetrain/kubetrain-operator:<version>, from the Dockerfile) with podman, buildah or docker,
-# whichever is present (podman and what it needs here are installed with apt when missing, see PODMAN_PKGS).
+# Builds every image the examples name (docker.io/kubetrain/trainer-*:<version>; those in ON_DEMAND only
+# when named) and the operator image (docker.io/kubetrain/kubetrain-operator:<version>, from the
+# Dockerfile) with podman, buildah or docker, whichever is present (podman and what it needs here are
+# installed with apt when missing, see PODMAN_PKGS).
 #
 # Layers are shared and cached by version: localhost/kubetrain/python:3.11 (a venv with numpy and
 # scikit-learn) under every trainer, localhost/kubetrain/torch:<torch> (about 6 GB) under trainer-pytorch and
@@ -15,7 +16,7 @@
 # copied into an image.
 #
 # Usage: bash hack/images.sh [IMAGE...]   (names as in images/, plus `operator`; default: ALL, those the
-# images test tier runs; ON_REQUEST images, e.g. trainer-xgboost, are built only when named)
+# images test tier runs; ON_DEMAND images, trainer-xgboost and trainer-paddle, are built only when named)
 # Environment: KUBETRAIN_IMAGE_ENGINE=podman|buildah|docker picks the engine; CONTAINERS_CONF is set to
 # hack/containers.conf for podman/buildah when unset (runc, cgroupfs: crun fails on cgroup v1 hosts).
 set -euo pipefail
@@ -34,7 +35,9 @@ PYTHON_IMAGE=localhost/kubetrain/python:3.11
 TORCH_IMAGE=localhost/kubetrain/torch:$TORCH_VERSION
 CA_BUNDLE=${KUBETRAIN_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 ALL=(trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi operator)
-ON_REQUEST=(trainer-xgboost)
+# Built only when named (`bash hack/images.sh trainer-xgboost`): no test runs them in containers, and
+# building them by default would slow the images tier down for nothing.
+ON_DEMAND=(trainer-xgboost trainer-paddle)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -163,9 +166,9 @@ wanted=("$@")
 [ ${#wanted[@]} -eq 0 ] && wanted=("${ALL[@]}")
 needs() { local x; for x in "${wanted[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 for w in "${wanted[@]}"; do
-  case " ${ALL[*]} ${ON_REQUEST[*]} " in
+  case " ${ALL[*]} ${ON_DEMAND[*]} " in
     *" $w "*) ;;
-    *) echo "images: unknown image $w (known: ${ALL[*]} ${ON_REQUEST[*]})" >&2; exit 2 ;;
+    *) echo "images: unknown image $w (known: ${ALL[*]} ${ON_DEMAND[*]})" >&2; exit 2 ;;
   esac
 done
 
@@ -178,7 +181,7 @@ if needs trainer-pytorch || needs trainer-horovod; then
   build "$TORCH_IMAGE" images/torch/Containerfile images "PYTHON_IMAGE=$PYTHON_IMAGE"
 fi
 for name in trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi \
-  trainer-xgboost; do
+  "${ON_DEMAND[@]}"; do
   needs "$name" || continue
   [ "$name" = trainer-horovod ] && horovod_wheel
   build "$REGISTRY/$name:$VERSION" "images/$name/Containerfile" images \

@@ -1,4 +1,4 @@
-"""kubetrain: one Kubernetes operator for TFJob, PyTorchJob, JAXJob, XGBoostJob and MPIJob
+"""kubetrain: one Kubernetes operator for TFJob, PyTorchJob, JAXJob, XGBoostJob, PaddleJob and MPIJob
 (kubeflow.org compatible)."""
 
 __version__ = "0.1.0"

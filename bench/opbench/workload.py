@@ -1,9 +1,10 @@
 """What the benchmark submits: N jobs of R replicas, and the same N x R pods for the bare-client floor.
 
-Each job has one leader replica (PyTorchJob and XGBoostJob Master, MPIJob Launcher; TFJob and JAXJob have
-none: all Workers) and R - 1 (or R) Workers. Every pod template carries kwok's `sim.kubetrain.dev/outcome` and
-`run-for` annotations (see kubetrain.testing.kwok), so the pods run for `run_for` once started and then
-succeed, which makes the job succeed; `restartPolicy: Never` because kwok only finishes such pods.
+Each job has one leader replica (PyTorchJob and XGBoostJob Master, MPIJob Launcher; TFJob, JAXJob and
+PaddleJob (collective) have none: all Workers) and R - 1 (or R) Workers. Every pod template carries kwok's
+`sim.kubetrain.dev/outcome` and `run-for` annotations (see kubetrain.testing.kwok), so the pods run for
+`run_for` once started and then succeed, which makes the job succeed; `restartPolicy: Never` because kwok
+only finishes such pods.
 
 The floor pods are the job's pod template under the operator's pod names (`{job}-{rtype}-{index}`),
 without what an operator adds (env, ports, init containers): the least a pod create can cost.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api import JAXJOB, KINDS, MPIJOB, PYTORCHJOB, TFJOB, XGBOOSTJOB, KindInfo
+from kubetrain.api import JAXJOB, KINDS, MPIJOB, PADDLEJOB, PYTORCHJOB, TFJOB, XGBOOSTJOB, KindInfo
 from kubetrain.common.kube.resources import Resource
 from kubetrain.testing.kwok import Outcome, outcome_annotations
 
@@ -26,6 +27,7 @@ _LEADER = {
     XGBOOSTJOB.kind: "Master",
     TFJOB.kind: None,
     JAXJOB.kind: None,
+    PADDLEJOB.kind: None,
 }
 _IMAGE = "bench.kubetrain.dev/trainer:1"
 _JOB_NAME_LABEL = "training.kubeflow.org/job-name"

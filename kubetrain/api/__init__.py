@@ -2,12 +2,12 @@
 
 The public surface, by module:
 
-- models: `TFJob`, `PyTorchJob`, `JAXJob`, `XGBoostJob` (kubeflow.org/v1) and `MPIJob` (kubeflow.org/v2beta1),
-  their specs, the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`, `JobStatus`, `ReplicaStatus`,
-  `JobCondition`, the pod template types and the enumerations. Every model dumps its wire form with
-  `to_wire()`.
-- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `XGBOOSTJOB`, `MPIJOB`, all in
-  `KINDS`), `kind_info(job)`.
+- models: `TFJob`, `PyTorchJob`, `JAXJob`, `XGBoostJob`, `PaddleJob` (kubeflow.org/v1) and `MPIJob`
+  (kubeflow.org/v2beta1), their specs, the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`,
+  `JobStatus`, `ReplicaStatus`, `JobCondition`, the pod template types and the enumerations. Every model
+  dumps its wire form with `to_wire()`.
+- `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `XGBOOSTJOB`, `PADDLEJOB`, `MPIJOB`, all
+  in `KINDS`), `kind_info(job)`.
 - `defaults`: `apply_defaults(job)`, a pure function returning a defaulted copy.
 - `validation`: `validate(job) -> list[FieldError]` and `check_job(job)`, which raises `InvalidJobError`.
 - `load`: `parse_job(mapping)`, `load_jobs(yaml_text)`, `load_valid_jobs(yaml_text)` (parsed, defaulted and
@@ -40,6 +40,7 @@ from kubetrain.api.kinds import (
     KINDS,
     MPIJOB,
     MULTIKUEUE_CONTROLLER,
+    PADDLEJOB,
     PYTORCHJOB,
     TFJOB,
     XGBOOSTJOB,
@@ -52,6 +53,7 @@ from kubetrain.api.load import dump_jobs, load_jobs, load_valid_jobs, other_obje
 from kubetrain.api.meta import Int32, Int64, KubeModel, ObjectMeta, OwnerReference, Quantity, Time, WireModel
 from kubetrain.api.mpijob import LauncherCreationPolicy, MPIImplementation, MPIJob, MPIJobSpec, MPIReplicaType
 from kubetrain.api.owned_env import owned_env_names
+from kubetrain.api.paddlejob import PaddleElasticPolicy, PaddleJob, PaddleJobSpec, PaddleReplicaType
 from kubetrain.api.pod import (
     Container,
     ContainerPort,
@@ -82,6 +84,7 @@ __all__ = [
     "MAX_SLOTS_PER_WORKER",
     "MPIJOB",
     "MULTIKUEUE_CONTROLLER",
+    "PADDLEJOB",
     "PYTORCHJOB",
     "TFJOB",
     "XGBOOSTJOB",
@@ -113,6 +116,10 @@ __all__ = [
     "MPIReplicaType",
     "ObjectMeta",
     "OwnerReference",
+    "PaddleElasticPolicy",
+    "PaddleJob",
+    "PaddleJobSpec",
+    "PaddleReplicaType",
     "PodSpec",
     "PodTemplateSpec",
     "PyTorchJob",

@@ -95,7 +95,7 @@ def _replica_rules(info: KindInfo, specs: Schema) -> None:
         ),
     )
     masters = sorted(info.master_types)
-    if masters:  # JAXJob has none: every replica is a Worker
+    if masters:  # none in JAXJob (only Workers) and PaddleJob (its Masters are parameter servers, any number)
         master_names = ", ".join(f"'{rtype.lower()}'" for rtype in masters)
         _add(
             specs,

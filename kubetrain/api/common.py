@@ -1,8 +1,8 @@
 """The types every training kind shares: replica specs, run policy, gang scheduling, status, enumerations.
 
 Field for field these follow kubeflow.org/v1 `common_types.go` (the mpi-operator's v2beta1 keeps its own copy
-of the same fields). `TrainingJob` is the generic base of TFJob, PyTorchJob, JAXJob, XGBoostJob and MPIJob, so
-that the reusable controller code can be written once against it.
+of the same fields). `TrainingJob` is the generic base of every kind (TFJob, PyTorchJob, JAXJob, XGBoostJob,
+PaddleJob, MPIJob), so that the reusable controller code can be written once against it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from kubetrain.api.common import CleanPodPolicy, JobSpecBase, ReplicaSpec, RunPolicy, TrainingJob
 from kubetrain.api.kinds import KindInfo, kind_info
 from kubetrain.api.mpijob import LauncherCreationPolicy, MPIImplementation, MPIJobSpec
+from kubetrain.api.paddlejob import PaddleElasticPolicy, PaddleJobSpec, PaddleReplicaType
 from kubetrain.api.pod import Container, ContainerPort, PodSpec
 from kubetrain.api.pytorchjob import ElasticPolicy, PyTorchJobSpec, PyTorchReplicaType
 from kubetrain.api.tfjob import SuccessPolicy, TFJobSpec
@@ -24,6 +25,7 @@ __all__ = [
 ]
 
 JobT = TypeVar("JobT", bound=TrainingJob[Any])
+ElasticT = TypeVar("ElasticT", ElasticPolicy, PaddleElasticPolicy)
 
 DEFAULT_NPROC_PER_NODE = "auto"
 DEFAULT_SLOTS_PER_WORKER = 1
@@ -109,6 +111,8 @@ def _default_kind_fields(spec: JobSpecBase) -> JobSpecBase:
         return _default_pytorch(spec)
     if isinstance(spec, MPIJobSpec):
         return _default_mpi(spec)
+    if isinstance(spec, PaddleJobSpec):
+        return _default_paddle(spec)
     return spec
 
 
@@ -129,7 +133,16 @@ def _default_pytorch(spec: PyTorchJobSpec) -> PyTorchJobSpec:
     return spec.model_copy(update=update) if update else spec
 
 
-def _default_elastic(elastic: ElasticPolicy, worker_replicas: int | None) -> ElasticPolicy:
+def _default_paddle(spec: PaddleJobSpec) -> PaddleJobSpec:
+    elastic = spec.elastic_policy
+    if elastic is None:
+        return spec
+    workers = spec.paddle_replica_specs.get(PaddleReplicaType.WORKER)
+    defaulted = _default_elastic(elastic, workers.replicas if workers else None)
+    return spec if defaulted is elastic else spec.model_copy(update={"elastic_policy": defaulted})
+
+
+def _default_elastic(elastic: ElasticT, worker_replicas: int | None) -> ElasticT:
     """If only one bound is set the other copies it; if neither, both are the Worker replica count."""
     low, high = elastic.min_replicas, elastic.max_replicas
     if low is None and high is None:

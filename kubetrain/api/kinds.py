@@ -1,5 +1,4 @@
-"""The kind registry: everything the generic code needs to know about TFJob, PyTorchJob, JAXJob, XGBoostJob
-and MPIJob.
+"""The kind registry: everything the generic code needs to know about every kind (`KINDS`).
 
 Controllers, defaulting, validation and the CRD generator read identity from here (group, version, names,
 replica types, default container and port, defaults, label values) instead of spelling it out again, so that
@@ -20,6 +19,7 @@ from typing import Any
 from kubetrain.api.common import RestartPolicy, TrainingJob
 from kubetrain.api.jaxjob import JAXJob, JAXReplicaType
 from kubetrain.api.mpijob import MPIJob, MPIReplicaType
+from kubetrain.api.paddlejob import PaddleJob, PaddleReplicaType
 from kubetrain.api.pod import Container
 from kubetrain.api.pytorchjob import PyTorchJob, PyTorchReplicaType
 from kubetrain.api.tfjob import TFJob, TFReplicaType
@@ -31,6 +31,7 @@ __all__ = [
     "KINDS",
     "MPIJOB",
     "MULTIKUEUE_CONTROLLER",
+    "PADDLEJOB",
     "PYTORCHJOB",
     "TFJOB",
     "XGBOOSTJOB",
@@ -44,7 +45,7 @@ GROUP = "kubeflow.org"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 """The `runPolicy.managedBy` value with which Kueue's MultiKueue takes a job over; we then leave it alone."""
 
-AnyJob = TFJob | PyTorchJob | JAXJob | XGBoostJob | MPIJob
+AnyJob = TFJob | PyTorchJob | JAXJob | XGBoostJob | PaddleJob | MPIJob
 """Any job this operator serves."""
 
 
@@ -65,7 +66,8 @@ class KindInfo:
     replica_types: tuple[str, ...]
     """Every replica type of the kind, in canonical order."""
     master_types: frozenset[str]
-    """The replica types of which a job may hold one replica at most (Chief/Master/Launcher)."""
+    """The replica types of which a job may hold one replica at most (Chief/Master/Launcher); PaddleJob's
+    Master is not one of them: its Masters are parameter servers, as many as the job asks for."""
     default_container_name: str | None
     """The container the operator configures; None means containers[0] (MPI v2beta1 has no name rule)."""
     default_port_name: str | None
@@ -82,8 +84,8 @@ class KindInfo:
     owned_env: frozenset[str] = field(compare=False, default=frozenset())
     """Env var names the operator always sets in the containers it configures; users must not set them."""
     env_in_every_container: bool = False
-    """Whether the operator configures every container of a pod (PyTorch, JAX, XGBoost), not only the default
-    one."""
+    """Whether the operator configures every container of a pod (PyTorch, JAX, XGBoost, Paddle), not only
+    the default one."""
     scale_replica_type: str | None = None
     """The replica type the CRD's scale subresource scales (`kubectl scale`, HPA); None: no subresource."""
     required_types: tuple[str, ...] = ()
@@ -230,6 +232,31 @@ XGBOOSTJOB = KindInfo(
     env_in_every_container=True,
 )
 
+PADDLEJOB = KindInfo(
+    group=GROUP,
+    version="v1",
+    kind="PaddleJob",
+    plural="paddlejobs",
+    singular="paddlejob",
+    short_names=(),
+    categories=("kubeflow",),
+    model=PaddleJob,
+    replica_specs_field="paddleReplicaSpecs",
+    replica_types=tuple(PaddleReplicaType),
+    master_types=frozenset(),
+    default_container_name="paddle",
+    default_port_name="master",
+    default_port=36543,
+    default_restart_policy=_frozen({t: RestartPolicy.ON_FAILURE for t in PaddleReplicaType}),
+    default_replicas=_frozen({t: 1 for t in PaddleReplicaType}),
+    operator_name="paddlejob-controller",
+    controller_name=_TRAINING_OPERATOR,
+    managed_by_values=(_TRAINING_OPERATOR, MULTIKUEUE_CONTROLLER),
+    owned_env=frozenset({"PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_JOB_ID"}),
+    env_in_every_container=True,
+    scale_replica_type=PaddleReplicaType.WORKER,
+)
+
 _MPI_OPERATOR = "kubeflow.org/mpi-operator"
 
 MPIJOB = KindInfo(
@@ -258,7 +285,7 @@ MPIJOB = KindInfo(
     owned_env=frozenset({"K_MPI_JOB_ROLE"}),
 )
 
-KINDS: tuple[KindInfo, ...] = (TFJOB, PYTORCHJOB, MPIJOB, JAXJOB, XGBOOSTJOB)
+KINDS: tuple[KindInfo, ...] = (TFJOB, PYTORCHJOB, MPIJOB, JAXJOB, XGBOOSTJOB, PADDLEJOB)
 """Every kind this operator serves."""
 
 _BY_MODEL: dict[type[Any], KindInfo] = {info.model: info for info in KINDS}

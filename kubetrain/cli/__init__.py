@@ -36,8 +36,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubetrain",
-        description="Training jobs (TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob) on Kubernetes and "
-        "locally.",
+        description="Training jobs (TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob, PaddleJob) on Kubernetes "
+        "and locally.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -29,8 +29,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "crds",
         help="generate the CRD manifests from the API models",
-        description="Write the TFJob, PyTorchJob, MPIJob, JAXJob and XGBoostJob CRDs, generated from the "
-        "API models.",
+        description=(
+            "Write the TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob and PaddleJob CRDs, generated from the "
+            "API models."
+        ),
     )
     parser.add_argument(
         "--output-dir",

@@ -1,8 +1,9 @@
 """`kubetrain get [KIND] [NAME]`: list training jobs (every kind at once), or show one.
 
-Like `kubectl get`, with the kinds merged: `kubetrain get` lists every TFJob, PyTorchJob, MPIJob, JAXJob and
-XGBoostJob of the namespace in one table, `kubetrain get pytorchjobs` only one kind, `kubetrain get mnist`
-the job named mnist whatever its kind. `-o yaml|json|name|wide` as kubectl; `-A` for every namespace.
+Like `kubectl get`, with the kinds merged: `kubetrain get` lists every TFJob, PyTorchJob, MPIJob, JAXJob,
+XGBoostJob and PaddleJob of the namespace in one table, `kubetrain get pytorchjobs` only one kind, `kubetrain
+get mnist` the job named mnist whatever its kind. `-o yaml|json|name|wide` as kubectl; `-A` for every
+namespace.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "get",
         help="list training jobs, or show one",
-        description="List TFJobs, PyTorchJobs, MPIJobs, JAXJobs and XGBoostJobs (one table), or show one "
-        "job.",
+        description="List TFJobs, PyTorchJobs, MPIJobs, JAXJobs, XGBoostJobs and PaddleJobs (one table), or "
+        "show one job.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -32,10 +32,10 @@ from kubetrain.controllers.registry import CONTROLLERS
 __all__ = ["build_operator_parser", "register", "run"]
 
 _DESCRIPTION = """\
-Run the kubetrain operator: the controllers of TFJob, PyTorchJob, JAXJob, XGBoostJob (kubeflow.org/v1)
-and MPIJob (kubeflow.org/v2beta1). It watches the jobs, creates their pods and Services, and writes their
-status, until SIGTERM or Ctrl-C, which let in-flight work finish (--shutdown-grace) and release the leader
-Lease.
+Run the kubetrain operator: the controllers of TFJob, PyTorchJob, JAXJob, XGBoostJob, PaddleJob
+(kubeflow.org/v1) and MPIJob (kubeflow.org/v2beta1). It watches the jobs, creates their pods and Services,
+and writes their status, until SIGTERM or Ctrl-C, which let in-flight work finish (--shutdown-grace) and
+release the leader Lease.
 
 Credentials: in a cluster, the pod's ServiceAccount; elsewhere --kubeconfig, else $KUBECONFIG, else
 ~/.kube/config. The operator needs the CRDs installed (manifests/crds) and the rights of

@@ -1,4 +1,4 @@
-"""`kubetrain run --local JOB.yaml`: run a TFJob, PyTorchJob, JAXJob, XGBoostJob or MPIJob on this
+"""`kubetrain run --local JOB.yaml`: run a TFJob, PyTorchJob, JAXJob, XGBoostJob, PaddleJob or MPIJob on this
 machine, for real.
 
 The job is defaulted and validated as the operator does, then reconciled by the operator's own
@@ -26,9 +26,9 @@ from kubetrain.controllers.registry import ControllerUnavailable, load_controlle
 __all__ = ["register", "run"]
 
 _DESCRIPTION = """\
-Run one TFJob, PyTorchJob, JAXJob, XGBoostJob or MPIJob on this machine, for real, with the operator's own
-controller code: the same defaulting, validation, pods, environment, restart policies, backoffLimit,
-activeDeadlineSeconds, success policy, cleanPodPolicy and conditions as in a cluster.
+Run one TFJob, PyTorchJob, JAXJob, XGBoostJob, PaddleJob or MPIJob on this machine, for real, with the
+operator's own controller code: the same defaulting, validation, pods, environment, restart policies,
+backoffLimit, activeDeadlineSeconds, success policy, cleanPodPolicy and conditions as in a cluster.
 
 Locally, by default (--runtime process):
   - images are ignored: each pod's main container runs its `command` + `args` as a local process, with

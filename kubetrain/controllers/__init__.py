@@ -1,1 +1,1 @@
-"""One JobController subclass per framework: TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob."""
+"""One JobController subclass per framework: TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob, PaddleJob."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, final
 
-from kubetrain.api import JAXJOB, MPIJOB, PYTORCHJOB, TFJOB, XGBOOSTJOB, KindInfo
+from kubetrain.api import JAXJOB, MPIJOB, PADDLEJOB, PYTORCHJOB, TFJOB, XGBOOSTJOB, KindInfo
 
 if TYPE_CHECKING:  # the controllers' machinery is imported on `load()`, not to read the list
     from kubetrain.controllers.settings import ConfiguredJobController
@@ -87,6 +87,7 @@ CONTROLLERS: Mapping[str, ControllerEntry] = MappingProxyType(
             ControllerEntry(MPIJOB, "kubetrain.controllers.mpi.controller", "MPIJobController"),
             ControllerEntry(JAXJOB, "kubetrain.controllers.jax", "JAXJobController"),
             ControllerEntry(XGBOOSTJOB, "kubetrain.controllers.xgboost", "XGBoostJobController"),
+            ControllerEntry(PADDLEJOB, "kubetrain.controllers.paddle", "PaddleJobController"),
         )
     }
 )

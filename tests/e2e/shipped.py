@@ -32,7 +32,7 @@ OPERATOR = "kubetrain-operator"
 """The name of the operator's Deployment, ServiceAccount and leader-election Lease."""
 LISTENER_FLAGS = ("--health-probe-bind-address", "--metrics-bind-address")
 """Flags the test replaces: its operator listens on free loopback ports, not on the pod's."""
-LIST_OF_KINDS = "tfjobs,pytorchjobs,mpijobs,jaxjobs,xgboostjobs"
+LIST_OF_KINDS = "tfjobs,pytorchjobs,mpijobs,jaxjobs,xgboostjobs,paddlejobs"
 
 Obj = dict[str, Any]
 

@@ -2,9 +2,10 @@
 ServiceAccount with the shipped ClusterRole, every example job submitted with `kubectl apply -f`.
 
 What a user relies on: every example runs to Succeeded (kwok plays the kubelet), `kubectl get
-tfjobs,pytorchjobs,mpijobs,jaxjobs,xgboostjobs` shows each job's State and Age, a Kueue-style suspended job
-waits until it is resumed, deleting a job removes its pods and Services, and the shipped RBAC is enough: the
-API server refuses the operator nothing. How the operator is run instead of the Deployment: see `shipped`.
+tfjobs,pytorchjobs,mpijobs,jaxjobs,xgboostjobs,paddlejobs` shows each job's State and Age, a Kueue-style
+suspended job waits until it is resumed, deleting a job removes its pods and Services, and the shipped RBAC is
+enough: the API server refuses the operator nothing. How the operator is run instead of the Deployment: see
+`shipped`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ FRAMEWORKS = {
     "MPIJob": "mpi",
     "JAXJob": "jax",
     "XGBoostJob": "xgboost",
+    "PaddleJob": "paddle",
 }
 """The `framework` label of the job metrics, by kind."""
 

@@ -20,6 +20,8 @@ from kubeflow.training.constants import constants
 MODEL_ONLY = {
     constants.XGBOOSTJOB_KIND: ("xgb_replica_specs", {"Master": 1, "Worker": 1}),
     constants.JAXJOB_KIND: ("jax_replica_specs", {"Worker": 2}),
+    # parameter-server mode: its Master has the master role, whose logs the SDK reads by default
+    constants.PADDLEJOB_KIND: ("paddle_replica_specs", {"Master": 1, "Worker": 1}),
 }
 """The kinds the SDK builds only from their model (not from an image): the model's field of replica specs,
 and the replicas a test job gets."""

@@ -36,6 +36,7 @@ def valid_job(kind: str, name: str = "valid") -> Job:
         "MPIJob": ("Launcher", "Worker"),
         "JAXJob": ("Worker",),
         "XGBoostJob": ("Master", "Worker"),
+        "PaddleJob": ("Worker",),
     }
     specs = {
         t: {"replicas": 1 if t == types[kind][0] else 2, "template": copy.deepcopy(template)}
@@ -90,8 +91,8 @@ class Case:
     """The field the API server's message and kubetrain's error both name (for map rules: the map)."""
 
 
-ALL = ("TFJob", "PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob")
-V1 = ("TFJob", "PyTorchJob", "JAXJob", "XGBoostJob")
+ALL = ("TFJob", "PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob", "PaddleJob")
+V1 = ("TFJob", "PyTorchJob", "JAXJob", "XGBoostJob", "PaddleJob")
 CASES = [
     Case("name-not-dns1035", ALL, _set("metadata.name", "9lives"), "metadata.name"),
     Case("name-with-dot", ALL, _set("metadata.name", "mnist.v2"), "metadata.name"),
@@ -112,6 +113,7 @@ CASES = [
     Case("jax-chief", ("JAXJob",), _rename("Worker", "Chief"), "spec.jaxReplicaSpecs"),
     Case("xgb-no-master", ("XGBoostJob",), lambda j: _specs(j).pop("Master"), "spec.xgbReplicaSpecs"),
     Case("xgb-two-masters", ("XGBoostJob",), _replicas("Master", 2), "spec.xgbReplicaSpecs"),
+    Case("paddle-chief", ("PaddleJob",), _rename("Worker", "Chief"), "spec.paddleReplicaSpecs"),
     Case("pytorch-master-replicas", ("PyTorchJob",), _replicas("Master", 3), "spec.pytorchReplicaSpecs"),
     Case("nproc-word", ("PyTorchJob",), _set("spec.nprocPerNode", "four"), "spec.nprocPerNode"),
     Case("nproc-too-long", ("PyTorchJob",), _set("spec.nprocPerNode", "12345678901"), "spec.nprocPerNode"),

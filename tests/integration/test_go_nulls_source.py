@@ -29,6 +29,7 @@ KUBEFLOW_MAPS = {
     "pytorchReplicaSpecs",
     "jaxReplicaSpecs",
     "xgbReplicaSpecs",
+    "paddleReplicaSpecs",
     "mpiReplicaSpecs",
 }
 """Written as null only when nil, i.e. for a job without replica specs, which is invalid (crd.py says why)."""

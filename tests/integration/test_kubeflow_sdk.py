@@ -2,12 +2,12 @@
 
 Users of the Kubeflow training-operator drive their jobs from notebooks with `kubeflow.training.
 TrainingClient`; moving to kubetrain must not change a line of that code. Here the SDK, in a venv of its
-own (it needs kubernetes<36; hack/kubeflow-sdk.sh installs it), drives TFJobs, PyTorchJobs, XGBoostJobs
-and JAXJobs through create, get, wait, logs (served by kwok from files the test writes) and delete, with
-the kubetrain operator process running on the real plane; and its managedBy flow: an unknown
+own (it needs kubernetes<36; hack/kubeflow-sdk.sh installs it), drives TFJobs, PyTorchJobs, XGBoostJobs,
+JAXJobs and PaddleJobs through create, get, wait, logs (served by kwok from files the test writes) and
+delete, with the kubetrain operator process running on the real plane; and its managedBy flow: an unknown
 `runPolicy.managedBy` is rejected at admission, a job managed by MultiKueue is accepted and left alone. The
-SDK knows MPIJob v1 only, which kubetrain does not serve (docs/differences.md). It builds XGBoostJobs and
-JAXJobs only from their models, not from an image.
+SDK knows MPIJob v1 only, which kubetrain does not serve (docs/differences.md). It builds XGBoostJobs,
+JAXJobs and PaddleJobs only from their models, not from an image.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def sdk(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator
     """`sdk(step, kind, name[, arg])`: one SDK step in its own python, with the operator running."""
     python = kubeflow_sdk_python()  # fails (not skips) with the install command when missing
     install_crds(control_plane)
-    args = [f"--namespace={namespace}", "--no-leader-elect", "--enable=tfjob,pytorchjob,xgboostjob,jaxjob"]
+    kinds = "tfjob,pytorchjob,xgboostjob,jaxjob,paddlejob"
+    args = [f"--namespace={namespace}", "--no-leader-elect", f"--enable={kinds}"]
     with OperatorProcess(control_plane.kubeconfig, args, workdir=tmp_path) as op:
         op.wait_ready()
 
@@ -95,6 +96,8 @@ FLOWS = [
          ("xgb-sdk-master-0",)),
     Flow("JAXJob", "jax-sdk", ("jax-sdk-worker-0", "jax-sdk-worker-1"), "jax-sdk-worker-0",
          ("jax-sdk-worker-0", "jax-sdk-worker-1")),
+    Flow("PaddleJob", "paddle-sdk", ("paddle-sdk-master-0", "paddle-sdk-worker-0"), "paddle-sdk-master-0",
+         ("paddle-sdk-master-0",)),
 ]  # fmt: skip
 
 

@@ -200,11 +200,14 @@ def _mutate(draw: st.DrawFn, job: Job) -> None:
 
 
 def _container(job: Job) -> dict[str, Any]:
+    """The first container that is still a mapping (an earlier mutation may have made one anything)."""
     for spec in _specs(job).values():
         try:
-            return spec["template"]["spec"]["containers"][0]  # type: ignore[no-any-return]
+            container = spec["template"]["spec"]["containers"][0]
         except (KeyError, IndexError, TypeError):
             continue
+        if isinstance(container, dict):
+            return container
     return {}
 
 

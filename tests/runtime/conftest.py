@@ -40,7 +40,7 @@ _STRIP = (
     "WORKER_ADDRS",
     "WORKER_PORT",
 )
-_STRIP_PREFIXES = ("PET_", "OMPI_", "PMI_", "PMIX_", "HYDRA_", "I_MPI_", "MPI4PY_")
+_STRIP_PREFIXES = ("PET_", "PADDLE_", "OMPI_", "PMI_", "PMIX_", "HYDRA_", "I_MPI_", "MPI4PY_")
 
 
 def base_env() -> dict[str, str]:

@@ -44,6 +44,8 @@ class Expect:
     """torchrun's elastic agent may restart the whole worker group (elasticPolicy.maxRestarts) after one
     process failed, e.g. a rendezvous store timing out on a busy machine: the last result of each rank
     counts."""
+    loss: float | None = None
+    """The most each replica's last-epoch mean loss may be, where the example states one."""
 
 
 COVERED = {
@@ -57,6 +59,8 @@ COVERED = {
     "tensorflow/tf-ps-workers.yaml": Expect(1),  # only the coordinator reports (async steps: no lock-step)
     "jax/jax-spmd.yaml": Expect(2),  # 2 processes through jax.distributed (jax[cpu], the jax extra)
     "xgboost/xgboost-digits.yaml": Expect(3),  # master + 2 workers through xgboost.collective (xgboost extra)
+    # 2 trainers under paddle.distributed.launch (the paddle extra); loss measured 0.0096, untrained 2.3
+    "paddle/paddle-collective.yaml": Expect(2, loss=0.1),
     "mpi/mpi-allreduce-openmpi.yaml": Expect(3),  # the launcher runs as a worker too
     "mpi/mpi-mpich.yaml": Expect(2),
     "mpi/mpi-horovod-openmpi.yaml": Expect(4),  # 2 workers x 2 slots (hack/frameworks.sh builds Horovod)
@@ -135,6 +139,9 @@ def test_example_succeeds_and_its_replicas_train_in_lock_step(example: str, tmp_
     assert len(found) == expect.results, f"expected {expect.results} result lines:\n{output[-6000:]}"
     for result in found:
         assert result["accuracy"] >= ACCURACY, f"{result['pod']} learned too little: {result}"
+        assert expect.loss is None or result["loss"] <= expect.loss, (
+            f"{result['pod']} loss too high: {result}"
+        )
     digests = {r["weights_sha256"] for r in found}
     assert len(digests) == 1, f"replicas ended with different weights: {found}"
     took = time.monotonic() - started

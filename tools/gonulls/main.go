@@ -1,6 +1,6 @@
 // Command gonulls lists the JSON fields that Go's encoding/json writes as null when they are unset, in the
-// types that Go clients and webhooks use to write TFJob, PyTorchJob, JAXJob, XGBoostJob and MPIJob objects:
-// core/v1 PodTemplateSpec and the Kubeflow job types.
+// types that Go clients and webhooks use to write TFJob, PyTorchJob, JAXJob, XGBoostJob, PaddleJob and MPIJob
+// objects: core/v1 PodTemplateSpec and the Kubeflow job types.
 //
 // Why: a CRD field that is not `nullable: true` rejects a null that a mutating webhook puts back (Kueue's
 // webhook writes `creationTimestamp: null` into every pod template). kubetrain/api/podschema.py GO_NULLS
@@ -77,7 +77,7 @@ func (w *walker) walk(t reflect.Type) {
 
 func main() {
 	w := &walker{seen: map[reflect.Type]bool{}, found: map[string]bool{}}
-	for _, root := range []any{corev1.PodTemplateSpec{}, kubeflowv1.TFJob{}, kubeflowv1.PyTorchJob{}, kubeflowv1.JAXJob{}, kubeflowv1.XGBoostJob{}, mpiv2beta1.MPIJob{}} {
+	for _, root := range []any{corev1.PodTemplateSpec{}, kubeflowv1.TFJob{}, kubeflowv1.PyTorchJob{}, kubeflowv1.JAXJob{}, kubeflowv1.XGBoostJob{}, kubeflowv1.PaddleJob{}, mpiv2beta1.MPIJob{}} {
 		w.walk(reflect.TypeOf(root))
 	}
 	lines := make([]string, 0, len(w.found))

@@ -31,10 +31,19 @@ def main_container(pod: Obj, kind: KindInfo) -> dict[str, Any] | None:
     return container
 
 
-def set_env(container: dict[str, Any], env: Mapping[str, str]) -> None:
-    """Set `env` on `container`, in order, replacing any variable of the same name it already had."""
+def set_env(container: dict[str, Any], env: Mapping[str, str | Mapping[str, Any]]) -> None:
+    """Set `env` on `container`, in order, replacing any variable of the same name it already had.
+
+    A value that is a mapping is the variable's `valueFrom` (a downward-API `fieldRef`, a ConfigMap or
+    Secret key): e.g. PaddleJob's POD_IP_DUMMY, which a later variable names as `$(POD_IP_DUMMY)`."""
     kept = [e for e in container.get("env") or [] if e.get("name") not in env]
-    container["env"] = [*kept, *({"name": name, "value": value} for name, value in env.items())]
+    container["env"] = [*kept, *(_env_var(name, value) for name, value in env.items())]
+
+
+def _env_var(name: str, value: str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"name": name, "value": value}
+    return {"name": name, "valueFrom": dict(value)}
 
 
 def container_gpus(container: Mapping[str, Any]) -> int:

@@ -9,6 +9,7 @@ that a training image needs nothing of the operator's dependencies to parse its 
 - `TorchEnv` (operator side) and `TorchProcess` (process side) for PyTorchJob.
 - `JaxEnv` (both sides) for JAXJob.
 - `XGBoostEnv` (both sides) for XGBoostJob.
+- `PaddleEnv` (both sides) and `PaddleRole` for PaddleJob.
 - `Hostfile`, `DiscoverHosts`, `launcher_env`, `worker_env`, `MPIProcess` for MPIJob.
 - `ContractError`: a missing or malformed value, naming the variable and the fix.
 """
@@ -28,6 +29,7 @@ from kubetrain.runtimes.contract.mpi import (
     launcher_env,
     worker_env,
 )
+from kubetrain.runtimes.contract.paddleenv import PaddleEnv, PaddleRole
 from kubetrain.runtimes.contract.tfconfig import StrategyKind, TFConfig, TFReplicaType, TFTask
 from kubetrain.runtimes.contract.torchenv import MasterEnv, RendezvousEnv, TorchEnv, TorchProcess
 from kubetrain.runtimes.contract.xgbenv import XGBoostEnv
@@ -42,6 +44,8 @@ __all__ = [
     "MPIProcess",
     "MPIRole",
     "MasterEnv",
+    "PaddleEnv",
+    "PaddleRole",
     "RendezvousEnv",
     "StrategyKind",
     "TFConfig",

@@ -1,7 +1,8 @@
 """Environment variable names and file paths shared by the operator and the code in the pods.
 
-The names are those the Kubeflow training-operator (TFJob, PyTorchJob, JAXJob, XGBoostJob) and mpi-operator
-(MPIJob v2beta1) inject, so that training code written for Kubeflow runs unchanged under kubetrain.
+The names are those the Kubeflow training-operator (TFJob, PyTorchJob, JAXJob, XGBoostJob, PaddleJob) and
+mpi-operator (MPIJob v2beta1) inject, so that training code written for Kubeflow runs unchanged under
+kubetrain.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ __all__ = [
     "OMPI_MCA_ORTE_SET_DEFAULT_SLOTS",
     "OMPI_MCA_PLM_RSH_AGENT",
     "OMPI_MCA_PLM_RSH_ARGS",
+    "PADDLE_JOB_ID",
+    "PADDLE_MASTER",
+    "PADDLE_NNODES",
+    "PADDLE_SERVER_NUM",
+    "PADDLE_TRAINER_NUM",
     "PET_MASTER_ADDR",
     "PET_MASTER_PORT",
     "PET_MAX_RESTARTS",
@@ -62,6 +68,7 @@ __all__ = [
     "PMIX_RANK",
     "PMI_RANK",
     "PMI_SIZE",
+    "POD_IP_DUMMY",
     "PROCESS_ID",
     "PYTHONUNBUFFERED",
     "RANK",
@@ -126,6 +133,20 @@ WORKER_ADDRS: Final = "WORKER_ADDRS"
 set only when the job has more than one replica."""
 WORKER_PORT: Final = "WORKER_PORT"
 """The Worker's `xgboostjob-port` (9999 by default); set only with WORKER_ADDRS."""
+
+# --- PaddleJob: set by the operator, read by paddle.distributed.launch ---------------------------
+PADDLE_MASTER: Final = "PADDLE_MASTER"
+"""`host:port` of the launcher's rendezvous (an HTTP key-value store) that the master pod serves."""
+PADDLE_NNODES: Final = "PADDLE_NNODES"
+"""Every replica of the job (one node, one launcher per pod)."""
+PADDLE_JOB_ID: Final = "PADDLE_JOB_ID"
+"""The job's name: the launcher's key prefix in the rendezvous store."""
+PADDLE_SERVER_NUM: Final = "PADDLE_SERVER_NUM"
+"""Parameter-server mode, Master pods: the servers this pod runs (1)."""
+PADDLE_TRAINER_NUM: Final = "PADDLE_TRAINER_NUM"
+"""Parameter-server mode, Worker pods: the trainers this pod runs (1)."""
+POD_IP_DUMMY: Final = "POD_IP_DUMMY"
+"""The master pod's own IP (downward API `status.podIP`), which its PADDLE_MASTER refers to."""
 
 # --- MPIJob (v2beta1): set by the operator on the launcher and workers --------------------------
 K_MPI_JOB_ROLE: Final = "K_MPI_JOB_ROLE"

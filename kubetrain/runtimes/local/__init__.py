@@ -1,5 +1,5 @@
-"""Run any training job (TFJob, PyTorchJob, JAXJob, XGBoostJob, MPIJob) on this machine, for real, with the
-operator's own controller code.
+"""Run any training job (TFJob, PyTorchJob, JAXJob, XGBoostJob, PaddleJob, MPIJob) on this machine, for real,
+with the operator's own controller code.
 
 `kubetrain run --local JOB.yaml` (kubetrain.cli.run) drives `LocalRun` (runner): the kind's real
 JobController over an in-memory API server, plus a local kubelet that runs each pod's main container as a

@@ -83,8 +83,9 @@ class FrameworkCluster:
         return await self.api.get(PODS, NAMESPACE, name)
 
     async def env(self, pod: str) -> dict[str, str]:
+        """The plain env values of the pod's first container (`valueFrom` entries left out)."""
         container = (await self.pod(pod))["spec"]["containers"][0]
-        return {e["name"]: e["value"] for e in container.get("env") or []}
+        return {e["name"]: e["value"] for e in container.get("env") or [] if "value" in e}
 
     # the kubelet ----------------------------------------------------------------------------------------
     async def set_phase(self, name: str, phase: str, *, exit_code: int | None = None) -> None:

@@ -111,8 +111,7 @@ def test_crd_identity_comes_from_the_kind_registry(info: KindInfo) -> None:
     assert names.get("shortNames", []) == list(info.short_names)
     assert names.get("categories", []) == list(info.categories)
     version = _version(info)
-    versions = {"TFJob": "v1", "PyTorchJob": "v1", "MPIJob": "v2beta1", "JAXJob": "v1", "XGBoostJob": "v1"}
-    assert version["name"] == versions[info.kind]
+    assert version["name"] == ("v2beta1" if info.kind == "MPIJob" else "v1")
     assert version["served"] is True and version["storage"] is True
 
 
@@ -126,8 +125,13 @@ def test_every_kind_has_state_and_age_columns_and_a_status_subresource(info: Kin
     assert version["subresources"]["status"] == {}
 
 
-@pytest.mark.parametrize("kind", ["PyTorchJob", "JAXJob"])
-def test_the_workers_of_pytorchjob_and_jaxjob_have_a_scale_subresource_as_in_kubeflow(kind: str) -> None:
+SCALED = ("PyTorchJob", "JAXJob", "PaddleJob")
+
+
+@pytest.mark.parametrize("kind", SCALED)
+def test_the_workers_of_pytorchjob_jaxjob_and_paddlejob_have_a_scale_subresource_as_in_kubeflow(
+    kind: str,
+) -> None:
     (info,) = [info for info in KINDS if info.kind == kind]
     assert _version(info)["subresources"]["scale"] == {
         "specReplicasPath": f".spec.{info.replica_specs_field}.Worker.replicas",
@@ -137,7 +141,7 @@ def test_the_workers_of_pytorchjob_and_jaxjob_have_a_scale_subresource_as_in_kub
 
 
 def test_the_other_kinds_have_no_scale_subresource() -> None:
-    others = [info for info in KINDS if info.kind not in ("PyTorchJob", "JAXJob")]
+    others = [info for info in KINDS if info.kind not in SCALED]
     assert all("scale" not in _version(info)["subresources"] for info in others)
 
 

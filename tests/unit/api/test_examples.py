@@ -13,6 +13,7 @@ from kubetrain.api import (
     JAXJob,
     MPIImplementation,
     MPIJob,
+    PaddleJob,
     PyTorchJob,
     TFJob,
     XGBoostJob,
@@ -30,6 +31,7 @@ FRAMEWORK_DIRS = {
     "mpi": MPIJob,
     "jax": JAXJob,
     "xgboost": XGBoostJob,
+    "paddle": PaddleJob,
 }
 
 

@@ -8,6 +8,7 @@ from kubetrain.api import (
     JAXJOB,
     KINDS,
     MPIJOB,
+    PADDLEJOB,
     PYTORCHJOB,
     TFJOB,
     XGBOOSTJOB,
@@ -63,6 +64,16 @@ IDENTITY = {
         ("xgboostjob-port", 9999),
         "xgboostjob-controller",
     ),
+    PADDLEJOB: (
+        "kubeflow.org/v1",
+        "paddlejobs",
+        "paddleReplicaSpecs",
+        ("Master", "Worker"),
+        set(),  # Paddle's Masters are parameter servers: any number of them
+        "paddle",
+        ("master", 36543),
+        "paddlejob-controller",
+    ),
     MPIJOB: (
         "kubeflow.org/v2beta1",
         "mpijobs",
@@ -105,6 +116,11 @@ def test_defaults_match_the_kubeflow_operators() -> None:
     assert dict(XGBOOSTJOB.default_replicas) == {"Master": 1, "Worker": 1}
     assert XGBOOSTJOB.env_in_every_container and XGBOOSTJOB.scale_replica_type is None
     assert XGBOOSTJOB.required_types == ("Master",) and MPIJOB.required_types == ("Launcher",)
+    assert dict(PADDLEJOB.default_restart_policy) == {
+        "Master": RestartPolicy.ON_FAILURE,
+        "Worker": RestartPolicy.ON_FAILURE,
+    }
+    assert dict(PADDLEJOB.default_replicas) == {"Master": 1, "Worker": 1}
     assert dict(MPIJOB.default_restart_policy) == {
         "Launcher": RestartPolicy.ON_FAILURE,
         "Worker": RestartPolicy.NEVER,

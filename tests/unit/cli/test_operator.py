@@ -55,7 +55,7 @@ def error(*argv: str, environ: dict[str, str] | None = None) -> str:
 # defaults and help -----------------------------------------------------------------------------------
 def test_defaults_serve_every_kind_in_every_namespace_with_leader_election() -> None:
     got = options()
-    assert got.kinds == ("TFJob", "PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob")
+    assert got.kinds == ("TFJob", "PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob", "PaddleJob")
     assert got.namespaces is None
     assert got.leader_election is not None
     assert (got.leader_election.namespace, got.leader_election.name) == (
@@ -92,7 +92,7 @@ def test_help_groups_flags_shows_defaults_and_an_example(capsys: pytest.CaptureF
     words = " ".join(text.split())
     for group in ("connection to the API server", "what the operator serves", "leader election", "logging"):
         assert group in words
-    kinds = "(default: TFJob,PyTorchJob,MPIJob,JAXJob,XGBoostJob)"
+    kinds = "(default: TFJob,PyTorchJob,MPIJob,JAXJob,XGBoostJob,PaddleJob)"
     for default in ("(default: 50)", "(default: :8081)", kinds):
         assert default in words
     assert "examples:\n  kubetrain operator" in text and "exit codes:" in text
@@ -238,7 +238,8 @@ def test_a_missing_controller_fails_loudly_naming_the_kind() -> None:
 
 def test_resolve_kinds_rejects_what_it_does_not_know() -> None:
     assert resolve_kinds(["MPIJOBS", "tfjob", "TFJob"]) == ("TFJob", "MPIJob")
-    with pytest.raises(UnknownKind, match="known kinds: TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob"):
+    known = "known kinds: TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob, PaddleJob"
+    with pytest.raises(UnknownKind, match=known):
         resolve_kinds(["MXJob"])
 
 

@@ -18,7 +18,7 @@ from kubetrain.controllers.settings import ConfiguredJobController, ControllerSe
 
 from .snapshot import EXAMPLES, SNAPSHOTS, assert_snapshot, render_snapshot
 
-FRAMEWORKS = ("tensorflow", "pytorch", "jax", "xgboost")
+FRAMEWORKS = ("tensorflow", "pytorch", "jax", "xgboost", "paddle")
 """Example folders whose jobs are snapshotted here (one folder per framework)."""
 
 CASES = sorted(path for framework in FRAMEWORKS for path in (EXAMPLES / framework).glob("*.yaml"))

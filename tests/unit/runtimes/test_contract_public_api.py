@@ -19,6 +19,8 @@ def test_public_api_is_pinned() -> None:
         "MPIProcess",
         "MPIRole",
         "MasterEnv",
+        "PaddleEnv",
+        "PaddleRole",
         "RendezvousEnv",
         "StrategyKind",
         "TFConfig",
