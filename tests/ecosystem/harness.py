@@ -27,7 +27,10 @@ from kubetrain.testing.process import wait_until
 
 Obj = dict[str, Any]
 BY_KIND: dict[str, KindInfo] = {info.kind: info for info in KINDS}
-LEADER = {"TFJob": "Chief", "PyTorchJob": "Master", "MPIJob": "Launcher", "XGBoostJob": "Master"}
+LEADER = {
+    "TFJob": "Chief", "PyTorchJob": "Master", "MPIJob": "Launcher", "XGBoostJob": "Master",
+    "PaddleJob": "Master",
+}  # fmt: skip
 """The replica type whose success makes a job of each kind succeed; every test job has one, plus Workers."""
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -35,6 +38,7 @@ RETRYABLE_EXIT = 137
 """A SIGKILL exit: the operator replaces a Worker that failed with it and counts a restart."""
 WORKER_RESTART = {
     "TFJob": "ExitCode", "PyTorchJob": "ExitCode", "MPIJob": "OnFailure", "XGBoostJob": "ExitCode",
+    "PaddleJob": "ExitCode",
 }  # fmt: skip
 """The Workers' restartPolicy: one under which a failed pod is replaced (MPIJob has no ExitCode)."""
 

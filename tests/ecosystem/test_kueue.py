@@ -1,6 +1,6 @@
 """Kueue v0.10.2, installed as its standard install runs it (webhooks registered), queueing kubetrain's
-TFJobs, PyTorchJobs, MPIJobs and XGBoostJobs on the real control plane, with the operator from the shipped
-manifests.
+TFJobs, PyTorchJobs, MPIJobs, XGBoostJobs and PaddleJobs on the real control plane, with the operator from
+the shipped manifests.
 
 What a user of Kueue relies on, for each kind: a job that names a LocalQueue is suspended at create (by
 Kueue's mutating webhook, which round-trips it through Go structs), admitted when quota allows, placed
@@ -50,7 +50,7 @@ from .harness import (
 
 pytestmark = pytest.mark.ecosystem
 
-KINDS = ("TFJob", "PyTorchJob", "MPIJob", "XGBoostJob")
+KINDS = ("TFJob", "PyTorchJob", "MPIJob", "XGBoostJob", "PaddleJob")
 KUEUE_API = "kueue.x-k8s.io/v1beta1"
 POOL_LABEL = "example.com/pool"
 POOL = "training"

@@ -94,6 +94,8 @@ ROWS = (
     Row("PyTorchJob", {"Worker": 2}, ("Worker",), "elastic", ELASTIC),
     Row("JAXJob", {"Worker": 2}, ("Worker",)),
     Row("XGBoostJob", {"Master": 1, "Worker": 2}, ("Master",)),
+    Row("PaddleJob", {"Worker": 2}, ("Worker",), "collective"),
+    Row("PaddleJob", {"Master": 1, "Worker": 2}, ("Master",), "ps"),
 )
 NODES = (FakeNode("migrate-a", cpu="64", gpus=0), FakeNode("migrate-b", cpu="64", gpus=0))
 _MPI = {"name": "mpi", "image": "trainer:1"}
