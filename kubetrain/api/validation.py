@@ -26,6 +26,7 @@ JobT = TypeVar("JobT", bound=TrainingJob[Any])
 DNS1035_MAX = 63
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _GENERATED_SUFFIX = 5  # the API server appends 5 random characters to generateName
+_MAX_PORT = 65535
 
 
 def validate(job: TrainingJob[Any]) -> list[FieldError]:
@@ -174,6 +175,24 @@ def _template_errors(
     owned = owned_env_names(job, rtype)
     for index in configured_containers(job, containers):
         yield from _owned_env_errors(f"{pod_path}.containers[{index}]", containers[index], owned)
+    yield from _port_errors(info, f"{pod_path}.containers", containers)
+
+
+def _port_errors(info: KindInfo, path: str, containers: list[Container]) -> Iterator[FieldError]:
+    """The kind's port on its main container is one the operator can render into the env (MASTER_PORT,
+    COORDINATOR_PORT, PADDLE_MASTER, ...): the CRDs, like Kubeflow's, leave `containerPort` unbounded, and a
+    pod with such a port would be refused anyway."""
+    index = info.default_container_index(containers)
+    if index is None or not info.default_port_name:
+        return
+    for number, port in enumerate(containers[index].ports or ()):
+        if port.name == info.default_port_name and not 1 <= port.container_port <= _MAX_PORT:
+            yield FieldError(
+                f"{path}[{index}].ports[{number}].containerPort",
+                f"is {port.container_port}: the `{port.name}` port must be in 1..{_MAX_PORT}",
+                f"set a port number in 1..{_MAX_PORT}, or remove the port for the default "
+                f"{info.default_port}",
+            )
 
 
 def _container_errors(path: str, containers: list[Container], require_image: bool) -> Iterator[FieldError]:

@@ -22,15 +22,14 @@ No init container or start order beyond the template's: `paddle.distributed.laun
 waits until the rendezvous answers.
 
 Differences from Kubeflow (deliberate; docs/differences.md has the rest): a `master` port outside 1..65535
-fails the job with `PaddleJobFailedValidation` naming the containers (Kubeflow renders it into
-PADDLE_MASTER, and the pods are refused or the launchers cannot parse it).
+fails the job with `PaddleJobFailedValidation` naming the port (a rule of `kubetrain.api.validate` for
+every kind's port; Kubeflow renders it into PADDLE_MASTER, and the pods are refused or the launchers cannot
+parse it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from kubetrain.api import PADDLEJOB, FieldError, PaddleJob
+from kubetrain.api import PADDLEJOB, PaddleJob
 from kubetrain.api.paddlejob import PaddleReplicaType
 from kubetrain.common.job import Observed, ServiceMode, Verdict, replica_name
 from kubetrain.common.job.containers import replica_port, set_env
@@ -56,20 +55,6 @@ class PaddleJobController(ConfiguredJobController[PaddleJob]):
         for container in pod["spec"].get("containers") or ():
             set_env(container, env)
         return pod
-
-    def validate(self, job: PaddleJob) -> Sequence[FieldError]:
-        """The API's rules, plus: each `master` port is one PADDLE_MASTER can carry (the CRD, like
-        Kubeflow's, leaves containerPort unbounded; the pod would be refused, or the env unreadable)."""
-        errors = list(super().validate(job))
-        if errors:
-            return errors
-        for rtype, spec in job.replica_specs.items():
-            port = replica_port(PADDLEJOB, spec) or 0
-            if not 1 <= port <= 65535:
-                path = f"spec.{PADDLEJOB.replica_specs_field}.{rtype}.template.spec.containers"
-                fix = "set it to a port number in 1..65535, or remove it for the default 36543"
-                errors.append(FieldError(path, f"the `master` port of `paddle` is {port}", fix))
-        return errors
 
     def is_master(self, job: PaddleJob, rtype: str, index: int) -> bool:
         return rtype == _MASTER

@@ -99,6 +99,7 @@ async def test_a_master_port_out_of_range_fails_validation_with_the_fix_and_crea
         await c.submit(paddlejob({"Worker": replica_spec(2, paddle)}))
         failed = await c.condition("Failed")
         assert failed is not None and failed["reason"] == "PaddleJobFailedValidation"
-        assert failed["message"].startswith("spec.paddleReplicaSpecs.Worker.template.spec.containers: ")
+        path = "spec.paddleReplicaSpecs.Worker.template.spec.containers[0].ports[0].containerPort"
+        assert failed["message"].startswith(f"{path}: is 70000")
         assert "70000" in failed["message"] and "1..65535" in failed["message"]
         assert await c.names(PODS) == []

@@ -8,14 +8,17 @@ from typing import Any
 import pytest
 
 from kubetrain.api import (
+    KINDS,
     FieldError,
     InvalidJobError,
+    KindInfo,
     PyTorchJob,
     check_job,
     owned_env_names,
     parse_job,
     validate,
 )
+from kubetrain.testing.operator import container_spec, job_manifest, replica_spec
 
 Doc = dict[str, Any]
 
@@ -381,3 +384,30 @@ def test_user_env_the_operator_does_not_own_is_fine() -> None:
     )
     assert errors(tf_sidecar) == []
     assert errors(mpi_tuning) == []
+
+
+PORTED = [info for info in KINDS if info.default_port_name]
+
+
+@pytest.mark.parametrize("info", PORTED, ids=[info.kind for info in PORTED])
+@pytest.mark.parametrize("port", [0, 65536, 70000])
+def test_a_port_the_operator_cannot_render_into_the_env_is_refused_naming_it(
+    info: KindInfo, port: int
+) -> None:
+    """MASTER_PORT, COORDINATOR_PORT, PADDLE_MASTER...: every kind's port is checked before any pod exists
+    (the CRDs, like Kubeflow's, leave containerPort unbounded); 1 and 65535 are fine."""
+    name = info.default_container_name or "main"
+    assert info.default_port_name is not None
+
+    def job(number: int) -> Doc:
+        worker = container_spec(name, port=(info.default_port_name or "", number))
+        specs = {rtype: replica_spec(1, container_spec(name)) for rtype in info.required_types}
+        return job_manifest(info, {**specs, "Worker": replica_spec(2, worker)})
+
+    got = errors(job(port))
+    field = info.replica_specs_field
+    assert [e.path for e in got] == [
+        f"spec.{field}.Worker.template.spec.containers[0].ports[0].containerPort"
+    ]
+    assert str(port) in got[0].message and "1..65535" in got[0].fix
+    assert errors(job(1)) == errors(job(65535)) == []

@@ -189,10 +189,11 @@ def test_a_job_without_a_container_named_paddle_is_invalid_as_in_kubeflow() -> N
 
 
 @pytest.mark.parametrize("port", [0, 65536])
-def test_a_master_port_paddle_master_cannot_carry_is_refused_naming_the_containers(port: int) -> None:
+def test_a_master_port_paddle_master_cannot_carry_is_refused_naming_it(port: int) -> None:
     specs = {"Worker": replicas(2, container("paddle", port=("master", port)))}
     errors = controller(CTL).validate(CTL.kind.model.model_validate(_manifest(specs)))
-    assert [e.path for e in errors] == ["spec.paddleReplicaSpecs.Worker.template.spec.containers"]
+    path = "spec.paddleReplicaSpecs.Worker.template.spec.containers[0].ports[0].containerPort"
+    assert [e.path for e in errors] == [path]
     assert str(port) in errors[0].message and "1..65535" in errors[0].fix
 
 
