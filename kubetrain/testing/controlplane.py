@@ -25,6 +25,7 @@ components.CONTROLLERS (e.g. the batch Job controller, for an operator whose lau
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import secrets
 import shutil
@@ -204,6 +205,20 @@ class ControlPlane:
             f"--audit-log-path={self.audit_log}",
             "--audit-log-maxsize=100000",
         ]
+
+    def wait_established(self, *names: str, timeout: float = 60.0) -> None:
+        """Wait until each CRD `names` (`tfjobs.kubeflow.org`, with or without `crd/`) is Established.
+
+        Polled over REST: `kubectl wait --for=condition=Established` fails at once, instead of waiting,
+        when it reads a CRD whose status has no conditions yet (just created or replaced)."""
+        for name in names:
+            crd = name.removeprefix("crd/")
+            self._wait(f"CRD {crd} Established", functools.partial(self._established, crd), timeout=timeout)
+
+    def _established(self, crd: str) -> bool:
+        status, found = self.rest.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
+        conditions = ((found.get("status") or {}).get("conditions") or []) if status == 200 else []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
     def _wait(self, what: str, check: Callable[[], bool], timeout: float | None = None) -> float:
         return wait_until(what, check, timeout=timeout or self._timeout, processes=self._procs)

@@ -92,7 +92,7 @@ class Coscheduler:
     def _start(self, timeout: float) -> Coscheduler:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.plane.kubectl("apply", "--server-side", "-f", str(self.crd))
-        self.plane.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io")
+        self.plane.wait_established("podgroups.scheduling.x-k8s.io")
         config = self.workdir / "scheduler-plugins-config.yaml"
         config.write_text(json.dumps(self.configuration(), indent=1))  # JSON is YAML
         argv = [

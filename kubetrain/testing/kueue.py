@@ -130,7 +130,7 @@ class Kueue:
         self.plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(bases))
         for crd in sorted(bases.glob("*.yaml")):
             name = yaml.safe_load(crd.read_text())["metadata"]["name"]
-            self.plane.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+            self.plane.wait_established(name)
 
     def register_webhooks(self, ca_bundle: bytes) -> None:
         url = f"https://127.0.0.1:{self.webhook_port}"

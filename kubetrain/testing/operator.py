@@ -223,7 +223,7 @@ def install_crds(plane: ControlPlane) -> None:
     crds = {"apiVersion": "v1", "kind": "List", "items": [custom_resource_definition(i) for i in KINDS]}
     plane.kubectl("apply", "-f", "-", input=json.dumps(crds))
     for info in KINDS:
-        plane.kubectl("wait", "--for=condition=Established", f"crd/{info.crd_name}", "--timeout=60s")
+        plane.wait_established(info.crd_name)
     _INSTALLED.add(str(plane.workdir))
 
 

@@ -190,8 +190,7 @@ class GoTrainingOperator:
         """Its CRDs as its README installs them: `kubectl apply --server-side -k` (too large for a
         client-side apply's annotation), and Established."""
         self.plane.kubectl("apply", "--server-side", "-k", str(self.crds))
-        names = [f"crd/{kind.lower()}s.kubeflow.org" for kind in self.kinds]
-        self.plane.kubectl("wait", "--for=condition=Established", *names, "--timeout=60s")
+        self.plane.wait_established(*(f"{kind.lower()}s.kubeflow.org" for kind in self.kinds))
 
     def argv(self, health_port: int, webhook_port: int) -> list[str]:
         schemes = [f"--enable-scheme={kind.lower()}" for kind in self.kinds]

@@ -64,7 +64,7 @@ def install(plane: ControlPlane, directory: Path) -> list[Obj]:
     objects = render(plane, directory)
     for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
         name = crd["metadata"]["name"]
-        plane.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+        plane.wait_established(name)
     namespace, _ = operator_container(objects)
     plane.kubectl("scale", f"deployment/{OPERATOR}", "--replicas=0", namespace=namespace)
     return objects

@@ -57,17 +57,8 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 def toy_crd(control_plane: ControlPlane) -> ControlPlane:
     crd = custom_resource_definition(toy.TOYJOB)
     control_plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(crd))
-    _wait_established(control_plane, toy.TOYJOB.crd_name)
+    control_plane.wait_established(toy.TOYJOB.crd_name)
     return control_plane
-
-
-def _wait_established(plane: ControlPlane, crd: str) -> None:
-    jsonpath = "jsonpath={.status.conditions[?(@.type=='Established')].status}"
-    for _ in range(300):  # `kubectl wait` fails outright while the CRD has no conditions yet
-        if plane.kubectl("get", f"crd/{crd}", "-o", jsonpath, check=False).stdout.strip() == "True":
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"CRD {crd} was not Established in 30 s")
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +90,7 @@ def podgroup_crd(toy_crd: ControlPlane) -> ControlPlane:
         },
     }
     toy_crd.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(crd))
-    _wait_established(toy_crd, f"podgroups.{SCHED_PODGROUPS.group}")
+    toy_crd.wait_established(f"podgroups.{SCHED_PODGROUPS.group}")
     return toy_crd
 
 
