@@ -21,7 +21,7 @@ from __future__ import annotations
 from kubetrain.api import JAXJOB, JAXJob
 from kubetrain.api.jaxjob import JAXReplicaType
 from kubetrain.common.job import Observed, ServiceMode, Verdict, replica_name
-from kubetrain.common.job.containers import replica_port, set_env
+from kubetrain.common.job.containers import replica_port, set_pod_env
 from kubetrain.common.job.decider import decider_verdict, is_decider_pod
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import Obj
@@ -41,8 +41,7 @@ class JAXJobController(ConfiguredJobController[JAXJob]):
 
     def configure_pod(self, job: JAXJob, rtype: str, index: int, pod: Obj) -> Obj:
         env = jax_env(job, index, self.service_mode_of(job)).render()
-        for container in pod["spec"].get("containers") or ():
-            set_env(container, env)
+        set_pod_env(self.kind, pod, env)
         return pod
 
     def is_master(self, job: JAXJob, rtype: str, index: int) -> bool:

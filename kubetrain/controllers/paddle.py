@@ -32,7 +32,7 @@ from __future__ import annotations
 from kubetrain.api import PADDLEJOB, PaddleJob
 from kubetrain.api.paddlejob import PaddleReplicaType
 from kubetrain.common.job import Observed, ServiceMode, Verdict, replica_name
-from kubetrain.common.job.containers import replica_port, set_env
+from kubetrain.common.job.containers import replica_port, set_pod_env
 from kubetrain.common.job.decider import decider_verdict
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import Obj
@@ -52,8 +52,7 @@ class PaddleJobController(ConfiguredJobController[PaddleJob]):
 
     def configure_pod(self, job: PaddleJob, rtype: str, index: int, pod: Obj) -> Obj:
         env = paddle_env(job, rtype, index, self.service_mode_of(job)).render()
-        for container in pod["spec"].get("containers") or ():
-            set_env(container, env)
+        set_pod_env(self.kind, pod, env)
         return pod
 
     def is_master(self, job: PaddleJob, rtype: str, index: int) -> bool:

@@ -44,7 +44,7 @@ from typing import Any
 from kubetrain.api import PYTORCHJOB, FieldError, PyTorchJob, ReplicaSpec
 from kubetrain.api.pytorchjob import ElasticPolicy, PyTorchReplicaType, RDZVBackend
 from kubetrain.common.job import ExtraObject, Observed, ReplicaCounts, ServiceMode, Verdict, replica_name
-from kubetrain.common.job.containers import replica_gpus, replica_port, set_env
+from kubetrain.common.job.containers import replica_gpus, replica_port, set_pod_env
 from kubetrain.common.job.decider import all_succeeded, decider_type, decider_verdict, is_decider_pod
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import HPAS, Obj
@@ -66,9 +66,8 @@ class PyTorchJobController(ConfiguredJobController[PyTorchJob]):
 
     def configure_pod(self, job: PyTorchJob, rtype: str, index: int, pod: Obj) -> Obj:
         env = torch_env(job, rtype, index, self.service_mode_of(job)).render()
+        set_pod_env(self.kind, pod, env)
         spec = pod["spec"]
-        for container in spec.get("containers") or ():
-            set_env(container, env)
         if rtype == _WORKER and _MASTER in job.replica_specs:
             master = self.replica_address(job, _MASTER, 0)
             spec["initContainers"] = [*(spec.get("initContainers") or ()), self._wait_for(master)]

@@ -28,7 +28,7 @@ from __future__ import annotations
 from kubetrain.api import XGBOOSTJOB, XGBoostJob
 from kubetrain.api.xgboostjob import XGBoostReplicaType
 from kubetrain.common.job import Observed, ServiceMode, Verdict, replica_name
-from kubetrain.common.job.containers import replica_port, set_env
+from kubetrain.common.job.containers import replica_port, set_pod_env
 from kubetrain.common.job.decider import decider_verdict, is_decider_pod
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import Obj
@@ -48,8 +48,7 @@ class XGBoostJobController(ConfiguredJobController[XGBoostJob]):
 
     def configure_pod(self, job: XGBoostJob, rtype: str, index: int, pod: Obj) -> Obj:
         env = xgboost_env(job, rtype, index, self.service_mode_of(job)).render()
-        for container in pod["spec"].get("containers") or ():
-            set_env(container, env)
+        set_pod_env(self.kind, pod, env)
         return pod
 
     def is_master(self, job: XGBoostJob, rtype: str, index: int) -> bool:

@@ -15,7 +15,15 @@ from kubetrain.api import KindInfo, ReplicaSpec
 from kubetrain.common.job.pods import main_container_index
 from kubetrain.common.kube.resources import Obj
 
-__all__ = ["GPU_RESOURCE", "container_gpus", "main_container", "replica_gpus", "replica_port", "set_env"]
+__all__ = [
+    "GPU_RESOURCE",
+    "container_gpus",
+    "main_container",
+    "replica_gpus",
+    "replica_port",
+    "set_env",
+    "set_pod_env",
+]
 
 GPU_RESOURCE = "nvidia.com/gpu"
 """The extended resource of NVIDIA's device plugin: whole GPUs, request equal to limit."""
@@ -38,6 +46,18 @@ def set_env(container: dict[str, Any], env: Mapping[str, str | Mapping[str, Any]
     Secret key): e.g. PaddleJob's POD_IP_DUMMY, which a later variable names as `$(POD_IP_DUMMY)`."""
     kept = [e for e in container.get("env") or [] if e.get("name") not in env]
     container["env"] = [*kept, *(_env_var(name, value) for name, value in env.items())]
+
+
+def set_pod_env(kind: KindInfo, pod: Obj, env: Mapping[str, str | Mapping[str, Any]]) -> None:
+    """Set `env` on the containers of `pod` the kind configures: every one when
+    `kind.env_in_every_container` (PyTorch, JAX, XGBoost, Paddle), else the main one (if any)."""
+    if kind.env_in_every_container:
+        containers = list(pod["spec"].get("containers") or ())
+    else:
+        main = main_container(pod, kind)
+        containers = [main] if main is not None else []
+    for container in containers:
+        set_env(container, env)
 
 
 def _env_var(name: str, value: str | Mapping[str, Any]) -> dict[str, Any]:
