@@ -26,12 +26,12 @@ def need(count: int) -> None:
         pytest.skip(f"needs {count} NVIDIA GPU(s); NVML/nvidia-smi found {GPUS} on this machine")
 
 
-def nccl_job(tmp_path: Path, name: str, specs: dict[str, int]) -> Path:
+def nccl_job(tmp_path: Path, name: str, specs: dict[str, int], launcher: str = "python", **spec: Any) -> Path:
     """A DDP PyTorchJob over NCCL: replica type -> replicas, each pod with one GPU."""
     container: dict[str, Any] = {
         "name": "pytorch",
         "image": "docker.io/kubetrain/trainer-pytorch:0.1.0",
-        "command": ["python", "-m", "kubetrain.runtimes.examples.pytorch_ddp"],
+        "command": [launcher, "-m", "kubetrain.runtimes.examples.pytorch_ddp"],
         "args": ["--epochs", "6", "--backend", "nccl", "--timeout", "120"],
         "resources": {"limits": {"nvidia.com/gpu": 1}},
     }
@@ -40,6 +40,7 @@ def nccl_job(tmp_path: Path, name: str, specs: dict[str, int]) -> Path:
         "kind": "PyTorchJob",
         "metadata": {"name": name},
         "spec": {
+            **spec,
             "pytorchReplicaSpecs": {
                 rtype: {
                     "replicas": count,
@@ -47,7 +48,7 @@ def nccl_job(tmp_path: Path, name: str, specs: dict[str, int]) -> Path:
                     "template": {"spec": {"containers": [container]}},
                 }
                 for rtype, count in specs.items()
-            }
+            },
         },
     }
     path = tmp_path / f"{name}.yaml"
@@ -70,6 +71,16 @@ def test_one_pod_nccl_job_learns(tmp_path: Path) -> None:
     output = finish(proc, 300)
     assert proc.returncode == 0, output[-6000:]
     check_learned(output, "nccl-one", 1)
+
+
+def test_torchrun_with_nproc_per_node_gpu_starts_one_process_per_allocated_gpu(tmp_path: Path) -> None:
+    """`nprocPerNode: gpu` resolves from the pod's own allocation (its nvidia.com/gpu), as torchrun does."""
+    need(1)
+    path = nccl_job(tmp_path, "nccl-torchrun", {"Worker": 1}, launcher="torchrun", nprocPerNode="gpu")
+    proc = kubetrain_run(path, tmp_path, timeout=300)
+    output = finish(proc, 300)
+    assert proc.returncode == 0, output[-6000:]
+    check_learned(output, "nccl-torchrun", 1)
 
 
 def test_two_pods_on_one_gpu_fail_fast_before_nccl(tmp_path: Path) -> None:
