@@ -199,6 +199,12 @@ async def test_children_run_and_the_job_succeeds_then_cleans_up(operator: Operat
     await eventually(services, what="one headless Service per replica")
     await eventually(lambda: operator.is_true("Running"), what="Running")
     await operator.finish("toy-worker-0", Outcome.SUCCEEDED)
+
+    async def worker_done() -> bool:
+        return (await operator.pods())["toy-worker-0"].get("status", {}).get("phase") == "Succeeded"
+
+    # Else the leader may succeed first, and cleanPodPolicy Running rightly deletes a still-Running worker-0.
+    await eventually(worker_done, what="toy-worker-0 Succeeded")
     await operator.finish("toy-leader-0", Outcome.SUCCEEDED)
     await eventually(lambda: operator.is_true("Succeeded"), what="Succeeded")
 

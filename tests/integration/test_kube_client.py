@@ -7,6 +7,8 @@ Error mapping (404, 409 AlreadyExists vs Conflict, 422), watch from a resourceVe
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import re
 import time
@@ -19,6 +21,7 @@ import pytest
 from kubetrain.common.clock import SystemClock
 from kubetrain.common.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound, TransportError
 from kubetrain.common.kube.client import PatchType, WatchEvent, WatchEventType
+from kubetrain.common.kube.credentials import load_credentials
 from kubetrain.common.kube.informer import Informer
 from kubetrain.common.kube.resources import CONFIGMAPS, EVENTS, LEASES, PODS, Obj
 from kubetrain.common.kube.rest import KubeApiClient
@@ -316,3 +319,44 @@ async def test_leader_election_on_a_real_lease(control_plane: Any, namespace: st
     finally:
         for client in clients:
             await client.close()
+
+
+async def test_requests_and_watches_go_through_an_http_connect_proxy(
+    control_plane: Any, namespace: str
+) -> None:
+    """A kubeconfig's proxy-url: TLS to the API server inside a CONNECT tunnel, as client-go does."""
+    tunnels: list[bytes] = []
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        tunnels.append(head.split(b"\r\n")[0])
+        host, port = head.split(b" ")[1].decode().rsplit(":", 1)
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    creds = dataclasses.replace(
+        await load_credentials(str(control_plane.kubeconfig)), proxy=f"http://127.0.0.1:{port}"
+    )
+    api = KubeApiClient(creds)
+    try:
+        created = await api.create(CONFIGMAPS, namespace, cm("via-proxy"))
+        events = api.watch(CONFIGMAPS, namespace, resource_version=created["metadata"]["resourceVersion"])
+        await api.patch(CONFIGMAPS, namespace, "via-proxy", {"data": {"v": "2"}})
+        event = await asyncio.wait_for(anext(events), 15)
+        assert (event.type, event.object["data"]) == (WatchEventType.MODIFIED, {"v": "2"})
+        await events.aclose()
+    finally:
+        await api.close()
+        server.close()
+    api_host = creds.host.split("://", 1)[1].encode()
+    assert tunnels and all(t == b"CONNECT " + api_host + b" HTTP/1.1" for t in tunnels), tunnels

@@ -1,12 +1,13 @@
 """`KubeApiClient`: the ApiClient over HTTP, for any Resource (CRDs included), on plain JSON dicts.
 
 Credentials come from `credentials` (in-cluster config and kubeconfig files; kubernetes_asyncio only for
-exec/auth-provider plugins, imported then). The requests themselves are made here on one aiohttp session,
-because we need what its generated API does not give: every status mapped to our error tree with the
-server's `Status` reason, a streaming watch with bookmarks and in-stream ERROR events, and a
-client-side QPS/burst limiter (a token bucket on the injected clock) in front of every request, and
-client-go's `rest_client_requests_total{code,method,host}` counted on every request (watches included;
-code "<error>" when no HTTP answer came back), with its latency and rate-limiter wait histograms.
+exec/auth-provider plugins, imported then). The requests are made here, on our own HTTP/1.1 client
+(`kubetrain.common.kube.http`), because we need what kubernetes_asyncio's generated API does not give:
+every status mapped to our error tree with the server's `Status` reason, a streaming watch with
+bookmarks and in-stream ERROR events, a client-side QPS/burst limiter (a token bucket on the injected
+clock) in front of every request, and client-go's `rest_client_requests_total{code,method,host}` counted
+on every request (watches included; code "<error>" when no HTTP answer came back), with its latency and
+rate-limiter wait histograms.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
-
-import aiohttp
 
 from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.errors import ApiError, TooManyRequests, TransportError, error_from_status
@@ -33,6 +32,7 @@ from kubetrain.common.kube.client import (
     WatchEventType,
 )
 from kubetrain.common.kube.credentials import Credentials, load_credentials
+from kubetrain.common.kube.http import HttpClient, Response
 from kubetrain.common.kube.resources import Obj, Resource
 from kubetrain.common.kube.selectors import format_labels
 from kubetrain.common.metrics import REST_ERROR_CODE, Metrics
@@ -41,7 +41,6 @@ from kubetrain.common.ratelimit import TokenBucket
 __all__ = ["Credentials", "KubeApiClient", "load_credentials"]
 
 _PAGE = 500
-_TLS_SHUTDOWN_GRACE = 0.25  # seconds; see KubeApiClient.close
 _MAX_LINE = 64 * 1024 * 1024  # a watch event larger than this is not a Kubernetes object
 
 
@@ -78,9 +77,10 @@ class KubeApiClient:
         self._user_agent = user_agent
         self._metrics = metrics
         self._host = urlsplit(self._base).netloc  # client-go's `host` label: the server's host:port
-        tls = credentials.ssl_context() if self._base.startswith("https:") else False
-        connector = aiohttp.TCPConnector(ssl=tls, limit=100)
-        self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
+        tls = credentials.ssl_context() if self._base.startswith("https:") else None
+        self._http = HttpClient(
+            self._base, ssl_context=tls, server_name=credentials.tls_server_name, proxy=credentials.proxy
+        )
 
     @classmethod
     async def connect(
@@ -90,15 +90,8 @@ class KubeApiClient:
         return cls(await load_credentials(kubeconfig, context=context), **options)
 
     async def close(self) -> None:
-        """Close every connection. Idempotent.
-
-        aiohttp closes TLS transports asynchronously after `session.close()` returns; closing the event loop
-        before they finish leaks their sockets (a ResourceWarning). Waiting a moment here, once, means no
-        caller has to know that.
-        """
-        if not self._session.closed:
-            await self._session.close()
-            await asyncio.sleep(_TLS_SHUTDOWN_GRACE)
+        """Close every connection (watches in progress end with a TransportError). Idempotent."""
+        await self._http.close()
 
     # verbs ------------------------------------------------------------------------------------------
     async def get(self, res: Resource, namespace: str | None, name: str) -> Obj:
@@ -193,8 +186,8 @@ class KubeApiClient:
             "labelSelector": _selector(label_selector),
             "fieldSelector": field_selector,
         }
-        timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout, sock_read=timeout_seconds + 30)
-        async with self._open("GET", res.path(namespace), params=params, limits=timeout) as resp:
+        path = res.path(namespace)
+        async with self._open("GET", path, params=params, total=None, read=timeout_seconds + 30) as resp:
             async for line in _lines(resp):
                 event = json.loads(line)
                 if event.get("type") == "ERROR":
@@ -211,14 +204,10 @@ class KubeApiClient:
         body: object = None,
         content_type: str = "application/json",
     ) -> Obj:
-        timeout = aiohttp.ClientTimeout(total=self._timeout)
         async with self._open(
-            method, path, params=params, body=body, content_type=content_type, limits=timeout
-        ) as r:
-            try:
-                data = await r.read()
-            except (aiohttp.ClientError, TimeoutError) as err:
-                raise TransportError(f"{method} {path}: {err}") from err
+            method, path, params=params, body=body, content_type=content_type, total=self._timeout
+        ) as resp:
+            data = await resp.read()
         return json.loads(data) if data else {}
 
     @contextlib.asynccontextmanager
@@ -230,35 +219,38 @@ class KubeApiClient:
         params: Mapping[str, str | None] | None = None,
         body: object = None,
         content_type: str = "application/json",
-        limits: aiohttp.ClientTimeout,
-    ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """One rate-limited request; yields the response when successful, else raises the mapped error."""
+        total: float | None,
+        read: float | None = None,
+    ) -> AsyncIterator[Response]:
+        """One rate-limited request; yields the response when successful, else raises the mapped error.
+
+        `total` bounds the whole exchange (the limiter's wait excluded); `read`, each read of the body.
+        """
         query = {k: v for k, v in (params or {}).items() if v is not None}
         data = json.dumps(body).encode() if body is not None else None
         queued = self._clock.monotonic()
         await self._limiter.wait()
         sent = self._clock.monotonic()
+        headers = await self._headers(content_type)
+        counted = False
         try:
-            resp = await self._session.request(
-                method,
-                f"{self._base}{path}",
-                params=query,
-                data=data,
-                headers=await self._headers(content_type),
-                timeout=limits,
-                proxy=self._cfg.proxy,
-                server_hostname=self._cfg.tls_server_name,
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as err:
-            self._count(REST_ERROR_CODE, method, queued, sent)
-            raise TransportError(f"{method} {path}: {err}") from err
-        self._count(resp.status, method, queued, sent)
-        try:
-            if resp.status >= 400:
-                raise await _error(resp)
-            yield resp
+            async with (
+                asyncio.timeout(total),
+                self._http.open(
+                    method, path, query=query, headers=headers, body=data, head_timeout_s=self._timeout
+                ) as resp,
+            ):
+                counted = True
+                self._count(resp.status, method, queued, sent)
+                if resp.status >= 400:
+                    raise await _error(resp)
+                resp.read_timeout = read
+                yield resp
+        except TimeoutError as err:
+            raise TransportError(f"{method} {path}: no answer within {total} s") from err
         finally:
-            resp.release()
+            if not counted:
+                self._count(REST_ERROR_CODE, method, queued, sent)
 
     def _count(self, code: int | str, method: str, queued: float, sent: float) -> None:
         if self._metrics is not None:
@@ -271,35 +263,37 @@ class KubeApiClient:
         return headers
 
 
-async def _error(resp: aiohttp.ClientResponse) -> ApiError:
+async def _error(resp: Response) -> ApiError:
     try:
-        text = await resp.text()
+        text = (await resp.read()).decode("utf-8", "replace")
         body: Any = json.loads(text) if text.startswith("{") else text
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+    except (TransportError, ValueError):
         body = None
     err = error_from_status(resp.status, body)
     if isinstance(err, TooManyRequests):
-        retry_after = resp.headers.get("Retry-After", "")
+        retry_after = resp.headers.get("retry-after", "")
         err.retry_after = float(retry_after) if retry_after.isdigit() else None
     return err
 
 
-async def _lines(resp: aiohttp.ClientResponse) -> AsyncGenerator[bytes, None]:
-    """Newline-delimited JSON of any line length (aiohttp's readline caps line size)."""
-    buffer = b""
-    try:
-        async for chunk in resp.content.iter_any():
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                if line.strip():
-                    yield line
-            if len(buffer) > _MAX_LINE:
+async def _lines(resp: Response) -> AsyncGenerator[bytes, None]:
+    """Newline-delimited JSON of any line length, however the server cut it into chunks."""
+    pending: list[bytes] = []
+    size = 0
+    async for chunk in resp.chunks():
+        start = 0
+        while (cut := chunk.find(b"\n", start)) >= 0:
+            line = b"".join((*pending, chunk[start:cut])) if pending else chunk[start:cut]
+            pending, size, start = [], 0, cut + 1
+            if line.strip():
+                yield line
+        if start < len(chunk):
+            pending.append(chunk[start:])
+            size += len(chunk) - start
+            if size > _MAX_LINE:
                 raise TransportError(f"watch event larger than {_MAX_LINE} bytes")
-    except (TimeoutError, aiohttp.ClientError) as err:
-        raise TransportError(f"watch stream broke: {err}") from err
-    if buffer.strip():
-        yield buffer
+    if pending and (rest := b"".join(pending)).strip():
+        yield rest
 
 
 def _with_kind(res: Resource, obj: Obj) -> Obj:

@@ -1,0 +1,282 @@
+"""HttpClient against a scripted socket server: framing, keep-alive, stale connections, limits, proxies.
+
+The server is dumb on purpose: each test hands it the exact bytes to answer, so what the client does with
+chunked bodies, dropped connections and odd heads is fixed here, not by some server's habits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from kubetrain.common.errors import TransportError
+from kubetrain.common.kube.http import HttpClient
+
+Script = Callable[["Server", asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
+
+
+@dataclass
+class Server:
+    """Runs `script(self, reader, writer, n)` for connection n = 0, 1, ...; records the requests."""
+
+    script: Script
+    connections: int = 0
+    requests: list[bytes] = field(default_factory=list)
+    port: int = 0
+    writers: list[asyncio.StreamWriter] = field(default_factory=list)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        n, self.connections = self.connections, self.connections + 1
+        self.writers.append(writer)
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await self.script(self, reader, writer, n)
+        writer.close()
+
+    async def read_request(self, reader: asyncio.StreamReader) -> bytes:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        request = head + (await reader.readexactly(length) if length else b"")
+        self.requests.append(request)
+        return request
+
+
+@contextlib.asynccontextmanager
+async def serving(script: Script) -> AsyncIterator[Server]:
+    srv = Server(script)
+    server = await asyncio.start_server(srv.handle, "127.0.0.1", 0)
+    srv.port = server.sockets[0].getsockname()[1]
+    try:
+        yield srv
+    finally:
+        server.close()
+        for writer in srv.writers:
+            writer.close()
+        await asyncio.gather(*(w.wait_closed() for w in srv.writers), return_exceptions=True)
+        await server.wait_closed()
+
+
+def ok(body: bytes = b'{"ok":true}', *extra: str) -> bytes:
+    head = ["HTTP/1.1 200 OK", "Content-Type: application/json", f"Content-Length: {len(body)}", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def keep_answering(answer: bytes) -> Script:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        while True:
+            await me.read_request(reader)
+            writer.write(answer)
+            await writer.drain()
+
+    return script
+
+
+@contextlib.asynccontextmanager
+async def client_of(script: Script, **options: object) -> AsyncIterator[tuple[Server, HttpClient]]:
+    async with serving(script) as srv:
+        client = HttpClient(f"http://127.0.0.1:{srv.port}", **options)  # type: ignore[arg-type]
+        try:
+            yield srv, client
+        finally:
+            await client.close()
+
+
+async def get(client: HttpClient, path: str = "/api", **options: object) -> tuple[int, bytes]:
+    async with client.open("GET", path, **options) as resp:  # type: ignore[arg-type]
+        return resp.status, await resp.read()
+
+
+async def test_requests_reuse_one_kept_alive_connection_and_send_what_was_asked() -> None:
+    async with client_of(keep_answering(ok())) as (srv, client):
+        for _ in range(3):
+            assert await get(client) == (200, b'{"ok":true}')
+        async with client.open(
+            "POST", "/api/v1/namespaces/a b", query={"labelSelector": "x in (1,2)"}, body=b"{}",
+            headers={"Authorization": "Bearer t"},
+        ) as resp:  # fmt: skip
+            await resp.read()
+    assert srv.connections == 1
+    post = srv.requests[-1]
+    assert post.startswith(b"POST /api/v1/namespaces/a%20b?labelSelector=x+in+%281%2C2%29 HTTP/1.1\r\n")
+    assert b"\r\nHost: 127.0.0.1:" in post and b"\r\nAuthorization: Bearer t\r\n" in post
+    assert post.endswith(b"\r\nContent-Length: 2\r\n\r\n{}")
+
+
+async def test_chunked_body_with_extensions_and_trailers_split_across_writes() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        while True:
+            await me.read_request(reader)
+            for part in (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhel",
+                         b"lo\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"):  # fmt: skip
+                writer.write(part)
+                await writer.drain()
+                await asyncio.sleep(0.01)
+
+    async with client_of(script) as (srv, client):
+        async with client.open("GET", "/watch") as resp:
+            assert [c async for c in resp.chunks()] == [b"hello", b" world"]
+        assert await get(client) == (200, b"hello world")
+    assert srv.connections == 1, "a chunked body read to its end leaves the connection reusable"
+
+
+async def test_a_body_without_length_is_read_to_close_and_its_connection_not_reused() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        await me.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\nall of it")
+
+    async with client_of(script) as (srv, client):
+        assert await get(client) == (200, b"all of it")
+        assert await get(client) == (200, b"all of it")
+    assert srv.connections == 2
+
+
+async def test_connection_close_from_the_server_is_honoured() -> None:
+    async with client_of(keep_answering(ok(b"{}", "Connection: close"))) as (srv, client):
+        await get(client)
+        await get(client)
+    assert srv.connections == 2
+
+
+async def test_a_get_on_a_connection_the_server_dropped_is_sent_again_on_a_new_one() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await me.read_request(reader)
+        if n == 0:
+            writer.write(ok())
+            await writer.drain()
+            await me.read_request(reader)  # the second request arrives, then the line drops
+            return
+        writer.write(ok(b'{"second":1}'))
+
+    async with client_of(script) as (srv, client):
+        assert await get(client) == (200, b'{"ok":true}')
+        assert await get(client) == (200, b'{"second":1}')
+    assert srv.connections == 2 and len(srv.requests) == 3
+
+
+async def test_a_post_on_a_dropped_connection_is_not_replayed() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await me.read_request(reader)
+        writer.write(ok())
+        await writer.drain()
+        if n == 0:
+            await me.read_request(reader)
+
+    async with client_of(script) as (srv, client):
+        await get(client)
+        with pytest.raises(TransportError, match="POST /api"):
+            async with client.open("POST", "/api", body=b"{}"):
+                pass
+    assert [r.split(b" ")[0] for r in srv.requests] == [b"GET", b"POST"]
+
+
+async def test_an_idle_connection_closed_by_the_server_is_not_reused() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        await me.read_request(reader)
+        writer.write(ok())  # no "Connection: close", yet the server closes once it has answered
+
+    async with client_of(script) as (srv, client):
+        await get(client)
+        await asyncio.sleep(0.05)
+        async with client.open("POST", "/api", body=b"{}") as resp:
+            assert resp.status == 200
+            await resp.read()
+    assert srv.connections == 2
+
+
+async def test_a_silent_server_is_a_transport_error_within_the_head_timeout() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, _w: asyncio.StreamWriter, _n: int) -> None:
+        await reader.read()
+
+    async with client_of(script) as (_srv, client):
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(TransportError, match="GET /api"):
+            await get(client, head_timeout_s=0.2)
+        assert asyncio.get_running_loop().time() - started < 2
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"SSH-2.0-OpenSSH\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"],
+    ids=["not-http", "truncated-body"],
+)
+async def test_broken_answers_are_transport_errors(answer: bytes) -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        await me.read_request(reader)
+        writer.write(answer)
+
+    async with client_of(script) as (_srv, client):
+        with pytest.raises(TransportError, match="GET /api"):
+            await get(client)
+
+
+async def test_unreachable_server_is_a_transport_error_naming_it() -> None:
+    async with serving(keep_answering(ok())) as srv:
+        port = srv.port
+    client = HttpClient(f"http://127.0.0.1:{port}")
+    with pytest.raises(TransportError, match=f"cannot connect to 127.0.0.1:{port}"):
+        await get(client)
+    await client.close()
+
+
+async def test_open_connections_never_exceed_the_limit() -> None:
+    busy = 0
+    most = 0
+
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        nonlocal busy, most
+        while True:
+            await me.read_request(reader)
+            busy += 1
+            most = max(most, busy)
+            await asyncio.sleep(0.05)
+            busy -= 1
+            writer.write(ok())
+            await writer.drain()
+
+    async with client_of(script, limit=2) as (srv, client):
+        results = await asyncio.gather(*(get(client) for _ in range(6)))
+    assert [code for code, _ in results] == [200] * 6
+    assert most == 2 and srv.connections <= 6
+
+
+async def test_close_ends_a_stream_in_progress_with_a_transport_error() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        await me.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n")
+        await writer.drain()
+        await reader.read()
+
+    async with client_of(script) as (_srv, client):
+        async with client.open("GET", "/watch") as resp:
+            chunks = resp.chunks()
+            assert await anext(chunks) == b"{}"
+            asyncio.get_running_loop().call_later(0.05, lambda: asyncio.ensure_future(client.close()))
+            with pytest.raises(TransportError, match="GET /watch"):
+                await anext(chunks)
+        with pytest.raises(TransportError, match="closed"):
+            await get(client)
+
+
+async def test_http_proxy_gets_absolute_form_requests_with_its_credentials() -> None:
+    async with serving(keep_answering(ok())) as proxy:
+        client = HttpClient("http://api.internal:6443", proxy=f"http://user:p%40ss@127.0.0.1:{proxy.port}")
+        try:
+            assert await get(client, "/version") == (200, b'{"ok":true}')
+        finally:
+            await client.close()
+    request = proxy.requests[0]
+    assert request.startswith(b"GET http://api.internal:6443/version HTTP/1.1\r\nHost: api.internal:6443\r\n")
+    assert b"\r\nProxy-Authorization: Basic dXNlcjpwQHNz\r\n" in request
+
+
+def test_unsupported_proxy_and_server_urls_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"socks5://p:1080.*only http://host:port"):
+        HttpClient("https://api:6443", proxy="socks5://p:1080")
+    with pytest.raises(ValueError, match=r"'api:6443'.*http\(s\)://host"):
+        HttpClient("api:6443")
