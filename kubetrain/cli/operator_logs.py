@@ -20,7 +20,7 @@ from kubetrain.common.logs import ContextFilter
 
 __all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
 
-_NOISY = ("aiohttp.access", "asyncio")
+_NOISY = ("asyncio",)
 
 
 def _context(record: logging.LogRecord) -> dict[str, str]:

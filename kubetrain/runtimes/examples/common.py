@@ -116,10 +116,26 @@ def parse_args(
 ) -> TrainArgs:
     """The options every example understands (each uses those that apply to it)."""
     p = argparse.ArgumentParser(description=description)
+    _add_training_options(p, epochs=epochs, batch_size=batch_size, lr=lr)
+    _add_limit_options(p)
+    _add_device_options(p)
+    _add_job_options(p)
+    a = p.parse_args(argv)
+    _check_limits(p, a)
+    a.device = _device_of(p, a.device, a.backend)
+    return _train_args(a)
+
+
+def _add_training_options(p: argparse.ArgumentParser, *, epochs: int, batch_size: int, lr: float) -> None:
+    """How long and how fast to train: the defaults are each example's own."""
     p.add_argument("--epochs", type=int, default=epochs)
     p.add_argument("--batch-size", type=int, default=batch_size, help="per replica")
     p.add_argument("--lr", type=float, default=lr)
     p.add_argument("--seed", type=int, default=0)
+
+
+def _add_limit_options(p: argparse.ArgumentParser) -> None:
+    """The time limit and the failure drill."""
     p.add_argument(
         "--timeout",
         type=float,
@@ -133,10 +149,17 @@ def parse_args(
         default=None,
         help="failure drill: exit 1 at the start of this epoch",
     )
+
+
+def _add_device_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument(
         "--backend", choices=["gloo", "nccl"], help="torch: gloo means --device cpu, nccl --device cuda"
     )
+
+
+def _add_job_options(p: argparse.ArgumentParser) -> None:
+    """Options of some examples only: TensorFlow's steps, role and evaluator, the shared checkpoints."""
     p.add_argument(
         "--steps", type=int, default=None, help="total training steps, instead of --epochs (tf_ps)"
     )
@@ -151,7 +174,10 @@ def parse_args(
         help="a directory all replicas share: checkpoints to resume from, the final model for the evaluator",
     )
     p.add_argument("--evaluate", action="store_true", help="evaluate the final model in --model-dir (TF)")
-    a = p.parse_args(argv)
+
+
+def _check_limits(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """Counts at least 1 and a positive timeout, else exit 2 with argparse's usage error."""
     for name in ("epochs", "batch_size"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -159,11 +185,19 @@ def parse_args(
         p.error("--timeout must be positive")
     if a.steps is not None and a.steps < 1:
         p.error("--steps must be at least 1")
-    if a.backend is not None:
-        implied = {"gloo": "cpu", "nccl": "cuda"}[a.backend]
-        if a.device not in ("auto", implied):
-            p.error(f"--backend {a.backend} contradicts --device {a.device}")
-        a.device = implied
+
+
+def _device_of(p: argparse.ArgumentParser, device: str, backend: str | None) -> str:
+    """--device, or the one --backend implies (an error if the two contradict each other)."""
+    if backend is None:
+        return device
+    implied = {"gloo": "cpu", "nccl": "cuda"}[backend]
+    if device not in ("auto", implied):
+        p.error(f"--backend {backend} contradicts --device {device}")
+    return implied
+
+
+def _train_args(a: argparse.Namespace) -> TrainArgs:
     return TrainArgs(
         epochs=a.epochs,
         batch_size=a.batch_size,
