@@ -151,13 +151,15 @@ async def test_an_exec_plugin_user_is_handed_to_kubernetes_asyncio(tmp_path: Pat
     assert {k.lower(): v for k, v in (await got.headers()).items()} == {"authorization": "Bearer from-plugin"}
 
 
-def test_importing_the_operator_does_not_load_kubernetes_asyncio() -> None:
-    """The point of this module: an operator with ordinary credentials never pays for kubernetes_asyncio."""
+def test_importing_the_operator_does_not_load_kubernetes_asyncio_or_aiohttp() -> None:
+    """An operator with ordinary credentials never pays for kubernetes_asyncio (tens of MiB), nor for
+    aiohttp (about 9 MiB): its HTTP client and server are kubetrain.common.kube.http and .httpserver."""
     probe = textwrap.dedent(
         """
         import sys
-        import kubetrain.cli.operator_app, kubetrain.common.kube.rest
-        print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes_asyncio'))
+        import kubetrain.cli.operator_app, kubetrain.common.kube.rest, kubetrain.common.manager
+        heavy = {'kubernetes_asyncio', 'aiohttp', 'yarl', 'multidict'}
+        print(sorted({m.split('.')[0] for m in sys.modules} & heavy))
         """
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
