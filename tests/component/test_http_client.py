@@ -280,3 +280,14 @@ def test_unsupported_proxy_and_server_urls_are_refused_by_name() -> None:
         HttpClient("https://api:6443", proxy="socks5://p:1080")
     with pytest.raises(ValueError, match=r"'api:6443'.*http\(s\)://host"):
         HttpClient("api:6443")
+
+
+async def test_the_host_header_is_the_server_as_written_ipv6_included() -> None:
+    async with serving(keep_answering(ok())) as proxy:  # through a proxy: no IPv6 needed on this machine
+        client = HttpClient("http://[fd00::1]:6443/prefix", proxy=f"http://127.0.0.1:{proxy.port}")
+        try:
+            assert await get(client, "/version") == (200, b'{"ok":true}')
+        finally:
+            await client.close()
+    expected = b"GET http://[fd00::1]:6443/prefix/version HTTP/1.1\r\nHost: [fd00::1]:6443\r\n"
+    assert proxy.requests[0].startswith(expected)

@@ -175,7 +175,7 @@ class HttpClient:
         tls = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port or (443 if tls else 80)
-        self._netloc = _hostport(self._host, self._port) if parts.port else self._host
+        self._netloc = parts.netloc.rpartition("@")[2]  # the Host header: as written, brackets and port kept
         self._prefix = parts.path.rstrip("/")
         self._tls = (ssl_context or ssl.create_default_context()) if tls else None
         self._server_name = server_name or self._host
