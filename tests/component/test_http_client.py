@@ -291,3 +291,24 @@ async def test_the_host_header_is_the_server_as_written_ipv6_included() -> None:
             await client.close()
     expected = b"GET http://[fd00::1]:6443/prefix/version HTTP/1.1\r\nHost: [fd00::1]:6443\r\n"
     assert proxy.requests[0].startswith(expected)
+
+
+async def test_a_stream_that_goes_quiet_past_its_read_timeout_is_dropped() -> None:
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        await me.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n")
+        for _ in range(3):  # chatty for 0.45 s: longer than the timeout, never quiet for as long
+            await asyncio.sleep(0.15)
+            writer.write(b"2\r\n[]\r\n")
+            await writer.drain()
+        await reader.read()  # then silent
+
+    async with client_of(script) as (_srv, client), client.open("GET", "/watch") as resp:
+        resp.read_timeout = 0.3
+        got = []
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(TransportError, match=r"GET /watch: nothing received for 0.3 s"):
+            async for chunk in resp.chunks():
+                got.append(chunk)
+        assert got == [b"{}", b"[]", b"[]", b"[]"]
+        assert 0.7 <= asyncio.get_running_loop().time() - started < 2

@@ -70,16 +70,16 @@ class _Framing:
     def empty(self) -> bool:
         return not (self.length or self.chunked or self.to_eof)
 
-    async def chunks(self, reader: asyncio.StreamReader, seconds: float | None) -> AsyncIterator[bytes]:
+    async def chunks(self, reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
         if self.chunked:
-            while size := await _timed(_chunk_size(reader), seconds):
-                yield (await _timed(reader.readexactly(size + 2), seconds))[:-2]
-            while (await _timed(reader.readline(), seconds)).strip():  # trailers, up to the empty line
+            while size := await _chunk_size(reader):
+                yield (await reader.readexactly(size + 2))[:-2]
+            while (await reader.readline()).strip():  # trailers, up to the empty line
                 pass
             return
         left = self.length
         while left or self.to_eof:
-            data = await _timed(reader.read(min(left, _BUFFER) if left else _BUFFER), seconds)
+            data = await reader.read(min(left, _BUFFER) if left else _BUFFER)
             if not data:
                 if self.to_eof:
                     return
@@ -105,7 +105,7 @@ class Response:
         self.headers = headers
         """Lower-cased names; a repeated header keeps its last value."""
         self.read_timeout: float | None = None
-        """Seconds each read of the body may wait for bytes (None: no limit)."""
+        """Seconds the body may go without a chunk before its connection is dropped (None: no limit)."""
         self._framing = framing
         self._conn = conn
         self._what = what
@@ -117,12 +117,50 @@ class Response:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive."""
+        idle = _Watchdog(self._conn, self.read_timeout) if self.read_timeout is not None else None
         try:
-            async for chunk in self._framing.chunks(self._conn.reader, self.read_timeout):
+            async for chunk in self._framing.chunks(self._conn.reader):
+                if idle is not None:
+                    idle.touch()
                 yield chunk
-        except (*_BROKEN, TimeoutError) as err:
+        except _BROKEN as err:
+            if idle is not None and idle.fired:
+                raise TransportError(f"{self._what}: nothing received for {self.read_timeout} s") from err
             raise TransportError(f"{self._what}: body: {_describe(err)}") from err
+        finally:
+            if idle is not None:
+                idle.cancel()
         self.complete = True
+
+
+class _Watchdog:
+    """Aborts a connection that received nothing for `seconds`.
+
+    A watch reads thousands of chunks; a timer per read would cost more than the read. This keeps one
+    timer, moved only when it fires.
+    """
+
+    def __init__(self, conn: _Conn, seconds: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._conn = conn
+        self._seconds = seconds
+        self._last = self._loop.time()
+        self.fired = False
+        self._timer = self._loop.call_later(seconds, self._check)
+
+    def touch(self) -> None:
+        self._last = self._loop.time()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _check(self) -> None:
+        quiet = self._loop.time() - self._last
+        if quiet < self._seconds:
+            self._timer = self._loop.call_later(self._seconds - quiet, self._check)
+            return
+        self.fired = True
+        self._conn.writer.transport.abort()
 
 
 def _describe(err: BaseException) -> str:

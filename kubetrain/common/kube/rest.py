@@ -224,7 +224,8 @@ class KubeApiClient:
     ) -> AsyncIterator[Response]:
         """One rate-limited request; yields the response when successful, else raises the mapped error.
 
-        `total` bounds the whole exchange (the limiter's wait excluded); `read`, each read of the body.
+        `total` bounds the whole exchange (the limiter's wait excluded); `read`, how long the body may go
+        without a chunk (a watch: its server ends it after timeoutSeconds, so silence beyond is a dead line).
         """
         query = {k: v for k, v in (params or {}).items() if v is not None}
         data = json.dumps(body).encode() if body is not None else None
@@ -232,12 +233,13 @@ class KubeApiClient:
         await self._limiter.wait()
         sent = self._clock.monotonic()
         headers = await self._headers(content_type)
+        head = None if total is not None else self._timeout  # one timer per exchange: `total` covers the head
         counted = False
         try:
             async with (
                 asyncio.timeout(total),
                 self._http.open(
-                    method, path, query=query, headers=headers, body=data, head_timeout_s=self._timeout
+                    method, path, query=query, headers=headers, body=data, head_timeout_s=head
                 ) as resp,
             ):
                 counted = True
