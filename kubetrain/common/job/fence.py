@@ -4,13 +4,17 @@ The job informer and the pod informer are separate streams: right after the oper
 status (say, Succeeded), a pod event can trigger a reconcile while the cache still holds the job as it
 was before that write. Acting on that stale view would recreate the pods of a job that has just finished
 (the Kubeflow bug of completed jobs rerunning). So the controller remembers the resourceVersion each of
-its own writes produced; a reconcile whose cached job is at another version first asks the API server
-(one GET): if the server holds a newer job than the cache, the reconcile waits for the watch event,
-which is already on its way. When the cache has caught up (or someone else changed the job since), the
-record is dropped, so this costs one GET only in that window.
+its own writes produced, and the versions it knows to be older: the one its first write was based on
+(every write is conditional on it) and those of its own earlier writes. A reconcile whose cached job
+shows one of those older versions waits for the watch event, which is on its way: no request needed.
+Only a cached version the fence has never seen (someone else wrote, before or after us: versions are
+opaque and cannot be ordered) costs one GET to tell which. When the cache has caught up (or someone
+else changed the job since), the record is dropped.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from kubetrain.common.errors import NotFound
 from kubetrain.common.kube import objects
@@ -21,16 +25,26 @@ from kubetrain.common.reconcile import Request
 __all__ = ["WriteFence"]
 
 
+@dataclass(frozen=True, slots=True)
+class _Written:
+    latest: str
+    older: frozenset[str]
+    """Versions known to precede `latest`: what the first write was based on, and our earlier writes."""
+
+
 class WriteFence:
     """The resourceVersions of our last write per job, until the cache has shown them."""
 
     def __init__(self) -> None:
-        self._written: dict[Request, str] = {}
+        self._written: dict[Request, _Written] = {}
 
-    def wrote(self, request: Request, resource_version: str) -> None:
-        """Our write to the job produced `resource_version`."""
-        if resource_version:
-            self._written[request] = resource_version
+    def wrote(self, request: Request, resource_version: str, *, based_on: str = "") -> None:
+        """Our write to the job, conditional on version `based_on`, produced `resource_version`."""
+        if not resource_version:
+            return
+        before = self._written.get(request)
+        older = before.older | {before.latest} if before is not None else frozenset()
+        self._written[request] = _Written(resource_version, older | ({based_on} if based_on else set()))
 
     def forget(self, request: Request) -> None:
         self._written.pop(request, None)
@@ -39,9 +53,11 @@ class WriteFence:
         """False when the API server holds a newer job than `cached` since our last write."""
         written = self._written.get(request)
         cached_version = objects.resource_version(cached)
-        if written is None or written == cached_version:
+        if written is None or written.latest == cached_version:
             self.forget(request)
             return True
+        if cached_version in written.older:
+            return False
         try:
             current = await api.get(resource, request.namespace, request.name)
         except NotFound:

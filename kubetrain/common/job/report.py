@@ -66,8 +66,8 @@ class Reporter:
         self._stored(stored)
 
     def _stored(self, stored: Obj) -> None:
-        self._rv = objects.resource_version(stored) or self._rv
-        self._ctl.fence.wrote(objects.request_for(self._raw), self._rv)
+        based_on, self._rv = self._rv, objects.resource_version(stored) or self._rv
+        self._ctl.fence.wrote(objects.request_for(self._raw), self._rv, based_on=based_on)
 
     async def delete_job(self) -> None:
         """ttlSecondsAfterFinished has passed: delete the job (its children go by garbage collection)."""

@@ -10,6 +10,7 @@ import pytest
 
 from kubetrain.common.errors import AlreadyExists
 from kubetrain.common.job import replica_labels
+from kubetrain.common.job.controller import CONFLICT_RETRY
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import CONFIGMAPS, PODS, SERVICES, Obj
 from kubetrain.common.kube.store import Store
@@ -72,10 +73,26 @@ async def test_a_stale_cached_job_is_not_acted_on_after_our_own_write() -> None:
     for name in ("toy-leader-0", "toy-worker-0"):  # the pod garbage collector removes the completed pods
         await api.delete(PODS, "ns", name)
         cache[PODS].remove("ns", name)
-    creates = api.count("create", PODS)
+    creates, gets = api.count("create", PODS), api.count("get", TOY)
     result = await controller.reconcile(Request("ns", "toy"))  # the cache still shows the job unfinished
     assert api.count("create", PODS) == creates, "no pod of a finished job is recreated from a stale cache"
     assert result.requeue_after is not None
+    assert api.count("get", TOY) == gets, "the cache shows the version our write was based on: no GET needed"
     cache[TOY].upsert(await api.get(TOY, "ns", "toy"))  # the watch event arrives
     await controller.reconcile(Request("ns", "toy"))
     assert api.count("create", PODS) == creates
+
+
+async def test_a_job_someone_else_wrote_after_us_is_looked_up_once_then_acted_on() -> None:
+    api, controller, _ = await _setup(pod_owner="job")
+    await api.delete(PODS, "ns", "toy-worker-0")
+    await controller.reconcile(Request("ns", "toy"))  # creates the pods and writes Created
+    cache = controller.cache
+    theirs = await api.patch(TOY, "ns", "toy", {"metadata": {"labels": {"team": "a"}}})
+    cache[TOY].upsert(theirs)  # the cache shows a version the fence never saw, newer than ours
+    gets = api.count("get", TOY)
+    result = await controller.reconcile(Request("ns", "toy"))
+    assert api.count("get", TOY) == gets + 1, "one GET tells a newer version from an older one"
+    assert result.requeue_after != CONFLICT_RETRY, "the cache is current: the reconcile went ahead"
+    await controller.reconcile(Request("ns", "toy"))
+    assert api.count("get", TOY) == gets + 1, "the fence was cleared"
