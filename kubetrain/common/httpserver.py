@@ -6,8 +6,7 @@ Prometheus text exposition of the injected registry.
 
 Why a server of our own on asyncio streams rather than aiohttp.web: the operator must stay under 60 MiB
 of RSS at rest, and aiohttp's modules take about 9 MiB of it. Three GET endpoints need none of that
-machinery: dropping aiohttp.web saves about 1.5 MiB now, and the rest goes once the API client
-(kubetrain.common.kube.rest), the last importer of aiohttp, stops using it too.
+machinery; with the API client on `kubetrain.common.kube.http`, the operator loads no aiohttp at all.
 
 A small HTTP/1.1 server, enough for kubelets, Prometheus and curl: the request line and headers are
 bounded (431 past 16 KiB), other paths get 404 and other methods 405 (`Allow: GET, HEAD`), HEAD gets the
