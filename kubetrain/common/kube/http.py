@@ -26,16 +26,22 @@ from typing import TypeVar
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from kubetrain.common.errors import TransportError
+from kubetrain.common.kube.httpmessage import (
+    BROKEN,
+    BUFFER,
+    Conn,
+    Response,
+    describe,
+    parse_head,
+    response_framing,
+)
 
 __all__ = ["HttpClient", "Response"]
 
 T = TypeVar("T")
 
-_BUFFER = 2**21  # what a connection buffers before reading pauses; also the largest header block taken
-_MAX_CHUNK_LINE = 1024
 _CLOSE_GRACE = 1.0  # seconds close() waits for TLS connections to finish closing
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
-_BROKEN = (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
 
 async def _timed(awaitable: Awaitable[T], seconds: float | None) -> T:
@@ -43,130 +49,6 @@ async def _timed(awaitable: Awaitable[T], seconds: float | None) -> T:
         return await awaitable
     async with asyncio.timeout(seconds):
         return await awaitable
-
-
-@dataclass(eq=False)
-class _Conn:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    reused: bool = False
-
-    def usable(self) -> bool:
-        return not (self.reader.at_eof() or self.writer.is_closing() or self.reader.exception())
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-@dataclass(frozen=True)
-class _Framing:
-    """How the body ends: after `length` bytes, at the last chunk, or when the server closes."""
-
-    length: int = 0
-    chunked: bool = False
-    to_eof: bool = False
-
-    @property
-    def empty(self) -> bool:
-        return not (self.length or self.chunked or self.to_eof)
-
-    async def chunks(self, reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
-        if self.chunked:
-            while size := await _chunk_size(reader):
-                yield (await reader.readexactly(size + 2))[:-2]
-            while (await reader.readline()).strip():  # trailers, up to the empty line
-                pass
-            return
-        left = self.length
-        while left or self.to_eof:
-            data = await reader.read(min(left, _BUFFER) if left else _BUFFER)
-            if not data:
-                if self.to_eof:
-                    return
-                raise asyncio.IncompleteReadError(b"", left)
-            left -= len(data)
-            yield data
-
-
-async def _chunk_size(reader: asyncio.StreamReader) -> int:
-    line = await reader.readline()
-    if not line.endswith(b"\n") or len(line) > _MAX_CHUNK_LINE:
-        raise ValueError(f"bad chunk-size line {line[:40]!r}")
-    return int(line.split(b";", 1)[0].strip(), 16)
-
-
-class Response:
-    """A response whose head is read. Read its body once: whole with `read()`, or with `chunks()`."""
-
-    def __init__(
-        self, status: int, headers: dict[str, str], framing: _Framing, conn: _Conn, *, keep: bool, what: str
-    ) -> None:
-        self.status = status
-        self.headers = headers
-        """Lower-cased names; a repeated header keeps its last value."""
-        self.read_timeout: float | None = None
-        """Seconds the body may go without a chunk before its connection is dropped (None: no limit)."""
-        self._framing = framing
-        self._conn = conn
-        self._what = what
-        self.complete = framing.empty
-        self.keep_alive = keep and not framing.to_eof
-
-    async def read(self) -> bytes:
-        return b"".join([chunk async for chunk in self.chunks()])
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive."""
-        idle = _Watchdog(self._conn, self.read_timeout) if self.read_timeout is not None else None
-        try:
-            async for chunk in self._framing.chunks(self._conn.reader):
-                if idle is not None:
-                    idle.touch()
-                yield chunk
-        except _BROKEN as err:
-            if idle is not None and idle.fired:
-                raise TransportError(f"{self._what}: nothing received for {self.read_timeout} s") from err
-            raise TransportError(f"{self._what}: body: {_describe(err)}") from err
-        finally:
-            if idle is not None:
-                idle.cancel()
-        self.complete = True
-
-
-class _Watchdog:
-    """Aborts a connection that received nothing for `seconds`.
-
-    A watch reads thousands of chunks; a timer per read would cost more than the read. This keeps one
-    timer, moved only when it fires.
-    """
-
-    def __init__(self, conn: _Conn, seconds: float) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._conn = conn
-        self._seconds = seconds
-        self._last = self._loop.time()
-        self.fired = False
-        self._timer = self._loop.call_later(seconds, self._check)
-
-    def touch(self) -> None:
-        self._last = self._loop.time()
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-    def _check(self) -> None:
-        quiet = self._loop.time() - self._last
-        if quiet < self._seconds:
-            self._timer = self._loop.call_later(self._seconds - quiet, self._check)
-            return
-        self.fired = True
-        self._conn.writer.transport.abort()
-
-
-def _describe(err: BaseException) -> str:
-    if isinstance(err, asyncio.IncompleteReadError):
-        return "connection closed before the end of the message"
-    return str(err) or type(err).__name__
 
 
 @dataclass(frozen=True)
@@ -219,8 +101,8 @@ class HttpClient:
         self._server_name = server_name or self._host
         self._proxy = _Proxy.parse(proxy) if proxy else None
         self._slots = asyncio.Semaphore(limit)
-        self._idle: list[_Conn] = []
-        self._open: set[_Conn] = set()
+        self._idle: list[Conn] = []
+        self._open: set[Conn] = set()
         self._closed = False
 
     async def close(self) -> None:
@@ -258,7 +140,7 @@ class HttpClient:
         try:
             yield resp
         finally:
-            self._release(resp._conn, keep=resp.complete and resp.keep_alive)
+            self._release(resp.connection, keep=resp.complete and resp.keep_alive)
 
     # plumbing ---------------------------------------------------------------------------------------
     async def _exchange(self, method: str, what: str, request: bytes, seconds: float | None) -> Response:
@@ -266,24 +148,26 @@ class HttpClient:
             conn = await self._acquire(what, seconds)
             try:
                 return await _timed(self._roundtrip(conn, method, what, request), seconds)
-            except (*_BROKEN, TimeoutError) as err:
+            except (*BROKEN, TimeoutError) as err:
                 self._drop(conn)
                 if conn.reused and method == "GET" and not isinstance(err, TimeoutError):
                     continue  # the server closed it while idle; a fresh connection is not "reused"
-                raise TransportError(f"{what}: {_describe(err)}") from err
+                raise TransportError(f"{what}: {describe(err)}") from err
             except BaseException:
                 self._drop(conn)
                 raise
 
-    async def _roundtrip(self, conn: _Conn, method: str, what: str, request: bytes) -> Response:
+    async def _roundtrip(self, conn: Conn, method: str, what: str, request: bytes) -> Response:
         conn.writer.write(request)
         await conn.writer.drain()
         while True:
             head = await conn.reader.readuntil(b"\r\n\r\n")
-            status, headers, keep = _parse_head(head)
+            status, headers, keep = parse_head(head)
             if not 100 <= status < 200:
                 break
-        return Response(status, headers, _framing(method, status, headers), conn, keep=keep, what=what)
+        return Response(
+            status, headers, response_framing(method, status, headers), conn, keep=keep, what=what
+        )
 
     def _encode(
         self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes | None
@@ -301,7 +185,7 @@ class HttpClient:
             lines.append(f"Content-Length: {len(body)}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
-    async def _acquire(self, what: str, seconds: float | None) -> _Conn:
+    async def _acquire(self, what: str, seconds: float | None) -> Conn:
         if self._closed:
             raise TransportError(f"{what}: the client is closed")
         while self._idle:
@@ -313,13 +197,13 @@ class HttpClient:
         await self._slots.acquire()
         try:
             reader, writer = await _timed(self._connect(), seconds)
-        except (*_BROKEN, TimeoutError, ssl.SSLError) as err:
+        except (*BROKEN, TimeoutError, ssl.SSLError) as err:
             self._slots.release()
-            raise TransportError(f"{what}: cannot connect to {self._netloc}: {_describe(err)}") from err
+            raise TransportError(f"{what}: cannot connect to {self._netloc}: {describe(err)}") from err
         except BaseException:
             self._slots.release()
             raise
-        conn = _Conn(reader, writer)
+        conn = Conn(reader, writer)
         self._open.add(conn)
         return conn
 
@@ -327,9 +211,9 @@ class HttpClient:
         if self._proxy is None:
             name = self._server_name if self._tls else None
             return await asyncio.open_connection(
-                self._host, self._port, ssl=self._tls, server_hostname=name, limit=_BUFFER
+                self._host, self._port, ssl=self._tls, server_hostname=name, limit=BUFFER
             )
-        reader, writer = await asyncio.open_connection(self._proxy.host, self._proxy.port, limit=_BUFFER)
+        reader, writer = await asyncio.open_connection(self._proxy.host, self._proxy.port, limit=BUFFER)
         if self._tls is not None:
             try:
                 await self._tunnel(reader, writer)
@@ -345,44 +229,19 @@ class HttpClient:
         if self._proxy is not None and self._proxy.authorization:
             lines.append(f"Proxy-Authorization: {self._proxy.authorization}")
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        status, _, _ = _parse_head(await reader.readuntil(b"\r\n\r\n"))
+        status, _, _ = parse_head(await reader.readuntil(b"\r\n\r\n"))
         if status != 200:
             raise ConnectionError(f"the proxy answered {status} to CONNECT {target}")
 
-    def _release(self, conn: _Conn, *, keep: bool) -> None:
+    def _release(self, conn: Conn, *, keep: bool) -> None:
         # Kept only while nobody waits for a slot: a waiter is woken by a closed connection, not an idle one.
         if keep and not self._closed and conn.usable() and not self._slots.locked():
             self._idle.append(conn)
         else:
             self._drop(conn)
 
-    def _drop(self, conn: _Conn) -> None:
+    def _drop(self, conn: Conn) -> None:
         if conn in self._open:
             self._open.discard(conn)
             self._slots.release()
         conn.close()
-
-
-def _parse_head(head: bytes) -> tuple[int, dict[str, str], bool]:
-    """Status, headers (lower-cased names) and whether the connection may be kept, from a response head."""
-    status_line, *lines = head[:-4].decode("latin-1").split("\r\n")
-    version, _, rest = status_line.partition(" ")
-    if not version.startswith("HTTP/1.") or not rest[:3].isdigit():
-        raise ValueError(f"not an HTTP/1.x response: {status_line[:80]!r}")
-    headers: dict[str, str] = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    connection = headers.get("connection", "").lower()
-    keep = "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection
-    return int(rest[:3]), headers, keep
-
-
-def _framing(method: str, status: int, headers: Mapping[str, str]) -> _Framing:
-    if method == "HEAD" or status in (204, 304):
-        return _Framing()
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        return _Framing(chunked=True)
-    if "content-length" in headers:
-        return _Framing(length=int(headers["content-length"]))
-    return _Framing(to_eof=True)
