@@ -326,6 +326,7 @@ async def test_requests_and_watches_go_through_an_http_connect_proxy(
 ) -> None:
     """A kubeconfig's proxy-url: TLS to the API server inside a CONNECT tunnel, as client-go does."""
     tunnels: list[bytes] = []
+    writers: list[asyncio.StreamWriter] = []
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError):
@@ -335,10 +336,12 @@ async def test_requests_and_watches_go_through_an_http_connect_proxy(
         writer.close()
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
         head = await reader.readuntil(b"\r\n\r\n")
         tunnels.append(head.split(b"\r\n")[0])
         host, port = head.split(b" ")[1].decode().rsplit(":", 1)
         up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        writers.append(up_writer)
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
@@ -358,5 +361,9 @@ async def test_requests_and_watches_go_through_an_http_connect_proxy(
     finally:
         await api.close()
         server.close()
+        for writer in writers:  # the tunnels' both ends: a test leaves no socket behind
+            writer.close()
+        await asyncio.gather(*(w.wait_closed() for w in writers), return_exceptions=True)
+        await server.wait_closed()
     api_host = creds.host.split("://", 1)[1].encode()
     assert tunnels and all(t == b"CONNECT " + api_host + b" HTTP/1.1" for t in tunnels), tunnels
