@@ -92,15 +92,3 @@ async def test_suspend_deletes_the_pods_and_resume_recreates_them() -> None:
         await c.patch_spec({"runPolicy": {"suspend": False}})
         await c.step(0.1)
         assert await c.names(PODS) == ["job-worker-0", "job-worker-1"]
-
-
-async def test_a_coordinator_port_out_of_range_fails_validation_and_creates_nothing() -> None:
-    """Not a job stuck with no pod and no condition while every reconcile fails to render COORDINATOR_PORT."""
-    async with FrameworkCluster(JAXJobController) as c:
-        jax = container_spec("jax", port=("jaxjob-port", 70000))
-        await c.submit(jaxjob({"Worker": replica_spec(2, jax)}))
-        failed = await c.condition("Failed")
-        assert failed is not None and failed["reason"] == "JAXJobFailedValidation"
-        path = "spec.jaxReplicaSpecs.Worker.template.spec.containers[0].ports[0].containerPort"
-        assert failed["message"].startswith(f"{path}: is 70000")
-        assert await c.names(PODS) == [] and await c.names(SERVICES) == []

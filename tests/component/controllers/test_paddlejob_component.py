@@ -91,15 +91,3 @@ async def test_suspend_deletes_the_pods_and_resume_recreates_them() -> None:
         await c.patch_spec({"runPolicy": {"suspend": False}})
         await c.step(0.1)
         assert await c.names(PODS) == ["job-worker-0", "job-worker-1"]
-
-
-async def test_a_master_port_out_of_range_fails_validation_with_the_fix_and_creates_nothing() -> None:
-    async with FrameworkCluster(PaddleJobController) as c:
-        paddle = container_spec("paddle", port=("master", 70000))
-        await c.submit(paddlejob({"Worker": replica_spec(2, paddle)}))
-        failed = await c.condition("Failed")
-        assert failed is not None and failed["reason"] == "PaddleJobFailedValidation"
-        path = "spec.paddleReplicaSpecs.Worker.template.spec.containers[0].ports[0].containerPort"
-        assert failed["message"].startswith(f"{path}: is 70000")
-        assert "70000" in failed["message"] and "1..65535" in failed["message"]
-        assert await c.names(PODS) == []
