@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from kubetrain.common.kube.httpmessage import keeps_alive, parse_fields
+
 __all__ = ["HealthServer"]
 
 log = logging.getLogger(__name__)
@@ -57,10 +59,7 @@ class _Request:
 
     @property
     def keep_alive(self) -> bool:
-        tokens = {token.strip().lower() for token in self.headers.get("connection", "").split(",")}
-        if self.version == "HTTP/1.1":
-            return "close" not in tokens
-        return "keep-alive" in tokens
+        return keeps_alive(self.version, self.headers)
 
 
 @dataclass(frozen=True)
@@ -133,14 +132,10 @@ def _path_of(target: str) -> str:
 
 
 def _parse_fields(lines: list[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for line in lines:
-        name, colon, value = line.partition(":")
-        if not colon or name.split() != [name]:  # no name, whitespace in or around it, or a folded line
-            raise _Refused(HTTPStatus.BAD_REQUEST)
-        key, value = name.lower(), value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return headers
+    try:
+        return parse_fields(lines)
+    except ValueError as err:
+        raise _Refused(HTTPStatus.BAD_REQUEST) from err
 
 
 def _body_length(headers: dict[str, str]) -> int:

@@ -1,5 +1,8 @@
 """One HTTP/1.1 exchange's response, as `kubetrain.common.kube.http` reads it off a pooled connection.
 
+Also the header-field rules both sides of HTTP share: `parse_fields`, `keeps_alive` (the health server's
+requests use them too).
+
 The head's parsing, the body's framing (`Content-Length`, chunked, or until the server closes), and the
 watchdog that drops a streamed body gone quiet. Kept apart from the client's pooling and proxying so
 that each reads on its own.
@@ -13,7 +16,16 @@ from dataclasses import dataclass
 
 from kubetrain.common.errors import TransportError
 
-__all__ = ["BROKEN", "Conn", "Response", "describe", "parse_head", "response_framing"]
+__all__ = [
+    "BROKEN",
+    "Conn",
+    "Response",
+    "describe",
+    "keeps_alive",
+    "parse_fields",
+    "parse_head",
+    "response_framing",
+]
 
 BUFFER = 2**21  # what a connection buffers before reading pauses; also the largest header block taken
 _MAX_CHUNK_LINE = 1024
@@ -158,13 +170,28 @@ def parse_head(head: bytes) -> tuple[int, dict[str, str], bool]:
     version, _, rest = status_line.partition(" ")
     if not version.startswith("HTTP/1.") or not rest[:3].isdigit():
         raise ValueError(f"not an HTTP/1.x response: {status_line[:80]!r}")
+    headers = parse_fields(lines)
+    return int(rest[:3]), headers, keeps_alive(version, headers)
+
+
+def parse_fields(lines: list[str]) -> dict[str, str]:
+    """Header fields by lower-cased name, a repeated field's values joined with ", " (RFC 9110, 5.3).
+
+    ValueError for a line without a name, with whitespace in or around it, or folded (obsolete, refused)."""
     headers: dict[str, str] = {}
     for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    connection = headers.get("connection", "").lower()
-    keep = "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection
-    return int(rest[:3]), headers, keep
+        name, colon, value = line.partition(":")
+        if not colon or name.split() != [name]:
+            raise ValueError(f"malformed header line {line[:80]!r}")
+        key, value = name.lower(), value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
+
+
+def keeps_alive(version: str, headers: Mapping[str, str]) -> bool:
+    """Whether a message leaves its connection open: HTTP/1.1 unless `close`, 1.0 only with `keep-alive`."""
+    tokens = {token.strip().lower() for token in headers.get("connection", "").split(",")}
+    return "close" not in tokens if version == "HTTP/1.1" else "keep-alive" in tokens
 
 
 def response_framing(method: str, status: int, headers: Mapping[str, str]) -> Framing:
