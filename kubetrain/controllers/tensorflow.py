@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from kubetrain.api import TFJOB, TFJob
 from kubetrain.api.tfjob import SuccessPolicy, TFReplicaType
 from kubetrain.common.job import Observed, PodPhase, ReplicaCounts, Verdict
-from kubetrain.common.job.containers import main_container, replica_port, set_env
+from kubetrain.common.job.containers import replica_port, set_pod_env
 from kubetrain.common.job.decider import all_succeeded, decider_type, decider_verdict, is_decider_pod
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.settings import ConfiguredJobController
@@ -56,9 +56,8 @@ class TFJobController(ConfiguredJobController[TFJob]):
     _last_cluster: tuple[TFJob, Mapping[str, tuple[str, ...]]] | None = None
 
     def configure_pod(self, job: TFJob, rtype: str, index: int, pod: Obj) -> Obj:
-        container = main_container(pod, self.kind)
-        if container is not None and is_distributed(job):
-            set_env(container, {TF_CONFIG: self.tf_config(job, rtype, index)})
+        if is_distributed(job):
+            set_pod_env(self.kind, pod, {TF_CONFIG: self.tf_config(job, rtype, index)})
         return pod
 
     def tf_config(self, job: TFJob, rtype: str, index: int) -> str:
