@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ import pytest
 
 from kubetrain.common.errors import TransportError
 from kubetrain.common.kube.http import HttpClient
+from kubetrain.testing.certs import make_serving_tls
 
 Script = Callable[["Server", asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -48,9 +50,9 @@ class Server:
 
 
 @contextlib.asynccontextmanager
-async def serving(script: Script) -> AsyncIterator[Server]:
+async def serving(script: Script, ssl_context: ssl.SSLContext | None = None) -> AsyncIterator[Server]:
     srv = Server(script)
-    server = await asyncio.start_server(srv.handle, "127.0.0.1", 0)
+    server = await asyncio.start_server(srv.handle, "127.0.0.1", 0, ssl=ssl_context)
     srv.port = server.sockets[0].getsockname()[1]
     try:
         yield srv
@@ -312,3 +314,43 @@ async def test_a_stream_that_goes_quiet_past_its_read_timeout_is_dropped() -> No
                 got.append(chunk)
         assert got == [b"{}", b"[]", b"[]", b"[]"]
         assert 0.7 <= asyncio.get_running_loop().time() - started < 2
+
+
+@pytest.fixture(scope="module")
+def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(server context, client context) for 127.0.0.1, from a throw-away CA."""
+    pair = make_serving_tls(tmp_path_factory.mktemp("tls"), "http-client-test")
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(pair.crt, pair.key)
+    return server, ssl.create_default_context(cafile=str(pair.ca_crt))
+
+
+@pytest.mark.parametrize("when", ["stream left before close", "stream open at close"])
+async def test_close_leaves_no_socket_open_even_when_the_tls_peer_never_says_goodbye(
+    tls_pair: tuple[ssl.SSLContext, ssl.SSLContext], when: str
+) -> None:
+    """A graceful TLS close waits for the peer's close_notify, which a busy or stuck API server may never
+    send. The client must not leave such sockets behind: not at an operator's shutdown, not when a test's
+    event loop ends (they are reported as unclosed there, and leak a descriptor each)."""
+
+    async def script(me: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        await me.read_request(reader)
+        transport = writer.transport
+        assert isinstance(transport, asyncio.ReadTransport)
+        transport.pause_reading()  # from now on a close_notify from the client goes unanswered
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n")
+        await writer.drain()
+        await reader.read()
+
+    server_tls, client_tls = tls_pair
+    async with serving(script, ssl_context=server_tls) as srv:
+        client = HttpClient(f"https://127.0.0.1:{srv.port}", ssl_context=client_tls)
+        async with client.open("GET", "/watch") as resp:
+            sock = resp.connection.writer.get_extra_info("socket")
+            assert await anext(resp.chunks()) == b"{}"
+            if when == "stream open at close":
+                await client.close()
+        started = asyncio.get_running_loop().time()
+        await client.close()
+        assert asyncio.get_running_loop().time() - started < 0.5
+        assert sock.fileno() == -1, "the socket is closed, not left waiting on the server"

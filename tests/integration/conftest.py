@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,15 @@ from kubetrain.api import KINDS
 from kubetrain.testing.controlplane import ControlPlane
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_after() -> Iterator[None]:
+    """Collect garbage once the test's other fixtures (its event loop too) are gone, so that a socket or
+    transport the test, or the operator under it, left open is reported against this test. Without it,
+    the warning surfaces whenever the collector next runs, failing some later test."""
+    yield
+    gc.collect()
 
 
 def established(plane: ControlPlane, crd: str) -> bool:

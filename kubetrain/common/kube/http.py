@@ -12,6 +12,10 @@ whole or as they arrive (watches). A pooled connection the server has closed is 
 fails on a reused connection before its answer starts is sent once more on a new connection, as Go's
 transport does; other verbs are not replayed (the caller's retry decides). Every failure is raised as
 a `TransportError` that names the request.
+
+A connection is closed at once, without TLS's close_notify exchange: the HTTP framing already says where
+each answer ends, and a graceful close waits for the server's reply, which a busy or stuck server may
+never send, leaving the socket open past `close()` (and past the event loop).
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ __all__ = ["HttpClient", "Response"]
 
 T = TypeVar("T")
 
-_CLOSE_GRACE = 1.0  # seconds close() waits for TLS connections to finish closing
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
@@ -111,13 +114,7 @@ class HttpClient:
         conns, self._idle = list(self._open), []
         for conn in conns:
             self._drop(conn)
-        waits = [asyncio.ensure_future(c.writer.wait_closed()) for c in conns]
-        if waits:
-            done, pending = await asyncio.wait(waits, timeout=_CLOSE_GRACE)
-            for fut in pending:
-                fut.cancel()
-            for fut in done:
-                fut.exception()  # a reset while closing is of no interest
+        await asyncio.sleep(0)  # the transports release their sockets on the loop's next turn
 
     @contextlib.asynccontextmanager
     async def open(
@@ -219,7 +216,7 @@ class HttpClient:
                 await self._tunnel(reader, writer)
                 await writer.start_tls(self._tls, server_hostname=self._server_name)
             except BaseException:
-                writer.close()
+                writer.transport.abort()
                 raise
         return reader, writer
 

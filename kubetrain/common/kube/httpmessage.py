@@ -45,7 +45,8 @@ class Conn:
         return not (self.reader.at_eof() or self.writer.is_closing() or self.reader.exception())
 
     def close(self) -> None:
-        self.writer.close()
+        """Close at once (see `kubetrain.common.kube.http`); the socket goes on the loop's next turn."""
+        self.writer.transport.abort()
 
 
 @dataclass(frozen=True)
