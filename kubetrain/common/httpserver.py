@@ -14,7 +14,8 @@ headers only, the query string is ignored, a request body (Content-Length only) 
 every response has a Content-Length, and connections are kept alive as HTTP/1.1 and 1.0 say. Each request
 and its response, the idle time before the request included, must fit in `timeout` seconds, so a slow or
 silent client cannot hold a connection. A request it cannot read is answered 400 (or 413, 501, 505) and
-its connection closed.
+its connection closed. At most `max_connections` are open at once: a new connection closes the one held
+longest, so clients that hold on can neither lock the kubelet's probes out nor grow memory without bound.
 """
 
 from __future__ import annotations
@@ -153,14 +154,21 @@ class HealthServer:
     """/healthz, /readyz and /metrics over HTTP/1.1; `start(host, 0)` picks a free port, read as `port`.
 
     `timeout`: the seconds one request and its response may take on a connection, idle time included.
+    `max_connections`: how many may be open at once; a new one past it closes the one held longest.
     """
 
     def __init__(
-        self, registry: CollectorRegistry, ready: Callable[[], bool], *, timeout: float = 30.0
+        self,
+        registry: CollectorRegistry,
+        ready: Callable[[], bool],
+        *,
+        timeout: float = 30.0,
+        max_connections: int = 64,
     ) -> None:
         self._registry = registry
         self._ready = ready
         self._timeout = timeout
+        self._max_connections = max_connections
         self._routes: dict[str, Callable[[], _Response]] = {
             "/healthz": lambda: _text("ok"),
             "/readyz": self._readyz,
@@ -192,6 +200,9 @@ class HealthServer:
         """One connection: requests answered in turn until one of the two sides closes it, or it times out."""
         task = asyncio.current_task()
         assert task is not None
+        live = [w for w in self._connections.values() if not w.transport.is_closing()]  # oldest first
+        if len(live) >= self._max_connections:
+            live[0].transport.abort()  # its handler sees the connection lost, and returns
         self._connections[task] = writer
         try:
             while not self._stopping and await self._exchange(reader, writer):

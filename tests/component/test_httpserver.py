@@ -281,3 +281,18 @@ async def test_stop_with_connections_open_returns_promptly_and_closes_them(
             await asyncio.open_connection("127.0.0.1", server.port)
     await asyncio.sleep(0.05)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_past_the_connection_cap_a_new_connection_closes_the_oldest() -> None:
+    """Connections that hold on (kept alive, or silent until their timeout) cannot lock the probes out,
+    nor grow the operator's memory without bound: a new connection is served, the longest-held goes."""
+    async with serving(max_connections=3) as server, contextlib.AsyncExitStack() as stack:
+        held = [await stack.enter_async_context(connection(server)) for _ in range(3)]
+        for reader, writer in held:
+            assert (await exchange(reader, writer, get("/healthz"))).status == 200
+        reader, writer = await stack.enter_async_context(connection(server))
+        assert (await exchange(reader, writer, get("/readyz"))).status == 200
+        assert await closed_by_server(held[0][0], within=1.0)
+        for reader, writer in held[1:]:
+            assert (await exchange(reader, writer, get("/healthz"))).status == 200
+        assert len(handlers()) == 3
