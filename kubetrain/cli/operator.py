@@ -148,6 +148,15 @@ def _scope_flags(group: argparse._ArgumentGroup) -> None:
         metavar="N",
         help="jobs of one kind reconciled at the same time (default: %(default)d)",
     )
+    group.add_argument(
+        "--child-event-delay",
+        type=float,
+        default=DEFAULTS.child_event_delay,
+        metavar="SECONDS",
+        help="reconcile a job this long after a change of its pods or Services, so that changes coming "
+        "together cost one reconcile and one status write; a change that completes what the job waits "
+        "for (the pods it just created or deleted) is never delayed; 0: at once (default: %(default)g)",
+    )
 
 
 def _job_flags(group: argparse._ArgumentGroup) -> None:

@@ -289,7 +289,14 @@ def _build(options: OperatorOptions, clients: Clients, controllers: Controllers,
             on_drop=functools.partial(metrics.event_dropped, component),
         )
         manager.add_runnable(recorder.run)
-        add_controller(manager, cls, options.settings, recorder=recorder, workers=options.workers)
+        add_controller(
+            manager,
+            cls,
+            options.settings,
+            recorder=recorder,
+            workers=options.workers,
+            child_event_delay=options.child_event_delay,
+        )
     return manager
 
 

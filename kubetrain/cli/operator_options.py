@@ -76,6 +76,7 @@ class _FlagDefaults:
     qps: float = 50.0
     burst: int = 100
     workers: int = 5
+    child_event_delay: float = 0.25
     pytorch_init_image: str = "alpine:3.10"
     pytorch_init_max_tries: int = 100
     """The two as `ControllerSettings` defaults them (a unit test keeps them equal)."""
@@ -112,6 +113,7 @@ class OperatorOptions:
     """None: every namespace."""
     kinds: tuple[str, ...] = tuple(CONTROLLERS)
     workers: int = DEFAULTS.workers
+    child_event_delay: float = DEFAULTS.child_event_delay
     settings: ControllerSettings = field(default_factory=_controller_settings)
     leader_election: LeaderElectionConfig | None = None
     health_address: Address | None = ("", 8081)
@@ -170,6 +172,10 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
     _check_positive("--qps", args.qps)
     _check_positive("--burst", args.burst)
     _check_positive("--workers", args.workers)
+    if not 0 <= args.child_event_delay <= 10:
+        raise OptionsError(
+            f"--child-event-delay={args.child_event_delay:g}: write seconds from 0 (at once) to 10"
+        )
     if args.shutdown_grace < 0:
         raise OptionsError(f"--shutdown-grace={args.shutdown_grace:g}: must be >= 0 seconds")
     if args.kubeconfig is not None and not Path(args.kubeconfig).expanduser().is_file():
@@ -182,6 +188,7 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
         namespaces=_namespaces(args.namespace),
         kinds=_kinds(args.enable),
         workers=int(args.workers),
+        child_event_delay=float(args.child_event_delay),
         settings=_settings(args),
         leader_election=_election(args, env) if args.leader_elect else None,
         health_address=parse_address("--health-probe-bind-address", args.health_probe_bind_address),

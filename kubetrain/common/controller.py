@@ -77,8 +77,9 @@ class Controller:
         if informer not in self.informers:
             self.informers.append(informer)
 
-    def enqueue(self, request: Request) -> None:
-        self.queue.add(request)
+    def enqueue(self, request: Request, delay: float = 0.0) -> None:
+        """Queue `request`, after `delay` seconds if given (requests for one key within it merge)."""
+        self.queue.add_after(request, delay)
 
     async def run(self) -> None:
         """Run the workers until `stop()` (or cancellation); return once every worker has exited.

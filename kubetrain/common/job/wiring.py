@@ -4,6 +4,10 @@ The job's own changes enqueue the job. Changes of the objects it controls (pods,
 extra objects) enqueue their controlling job, and, for replica pods and Services, tell the expectations
 what the cache has now seen: an object appearing is an observed creation; an object starting to
 terminate, or vanishing without having been seen terminating, is an observed deletion (once per object).
+A child's change may enqueue its job after a delay (`child_event_delay`; the operator's default 0.25 s,
+the library's 0), so that the changes of a job's pods within it cost one reconcile and one status write;
+a change that completes the job's expectations (the pods its last reconcile created or deleted) enqueues
+it at once, so that slow-start batches and replacements do not wait.
 Owned-object informers are scoped by the `operator-name` label, so the operator caches its own pods,
 not every pod of the cluster.
 """
@@ -22,6 +26,7 @@ from kubetrain.common.kube import objects
 from kubetrain.common.kube.informer import Informer
 from kubetrain.common.kube.resources import PODS, SERVICES, Obj, Resource
 from kubetrain.common.manager import Manager
+from kubetrain.common.reconcile import Request
 
 if TYPE_CHECKING:
     from kubetrain.common.job.controller import JobController
@@ -37,9 +42,17 @@ class OwnedObjectHandler:
     """Informer handler for objects controlled by jobs of one kind: enqueue the job, observe expectations."""
 
     def __init__(
-        self, controller: Controller, expectations: Expectations, *, kind: str, group: str, expect: str | None
+        self,
+        controller: Controller,
+        expectations: Expectations,
+        *,
+        kind: str,
+        group: str,
+        expect: str | None,
+        delay: float = 0.0,
     ) -> None:
         self._controller = controller
+        self._delay = delay
         self._expectations = expectations
         self._owner = for_controller_owner(kind, group)
         self._expect = expect
@@ -47,11 +60,12 @@ class OwnedObjectHandler:
 
     def on_add(self, obj: Obj) -> None:
         for job in self._owner(obj):
-            if self._expect and is_template_child(obj):
-                self._expectations.creation_observed(job, self._expect)
+            observed = bool(self._expect) and is_template_child(obj)
+            if observed:
+                self._expectations.creation_observed(job, self._expect or "")
                 if objects.is_deleting(obj):
                     self._deleting(obj)
-            self._controller.enqueue(job)
+            self._enqueue(job, observed=observed)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         if (
@@ -62,14 +76,21 @@ class OwnedObjectHandler:
         ):
             self._deleting(new)
         for job in {*self._owner(old), *self._owner(new)}:
-            self._controller.enqueue(job)
+            self._enqueue(job, observed=objects.is_deleting(new) and not objects.is_deleting(old))
 
     def on_delete(self, obj: Obj) -> None:
         if self._expect and is_template_child(obj) and objects.uid(obj) not in self._terminating:
             self._deleting(obj)
         self._terminating.discard(objects.uid(obj))
         for job in self._owner(obj):
-            self._controller.enqueue(job)
+            self._enqueue(job, observed=True)
+
+    def _enqueue(self, job: Request, *, observed: bool) -> None:
+        """At once when this event completes what the job's reconcile waits for (its expectations: the
+        next batch of pods goes out without delay), else after the delay, merged with the job's other
+        children's changes within it."""
+        at_once = observed and self._expectations.satisfied(job)
+        self._controller.enqueue(job, 0.0 if at_once else self._delay)
 
     def _deleting(self, obj: Obj) -> None:
         uid = objects.uid(obj)
@@ -81,9 +102,17 @@ class OwnedObjectHandler:
 
 
 def watch_job_resources(
-    controller: Controller, job_controller: JobController[Any], informers: Mapping[Resource, Informer]
+    controller: Controller,
+    job_controller: JobController[Any],
+    informers: Mapping[Resource, Informer],
+    *,
+    child_event_delay: float = 0.0,
 ) -> None:
-    """Feed `controller` from `informers` (one per `job_controller.resources()`)."""
+    """Feed `controller` from `informers` (one per `job_controller.resources()`).
+
+    A change of an owned object enqueues its job after `child_event_delay` seconds, so that the changes
+    of a job's pods within that window (a gang starting, a batch created) cost one reconcile, not one each.
+    """
     job_resource = job_controller.job_resource()
     controller.watch(informers[job_resource])
     for resource in job_controller.resources():
@@ -98,6 +127,7 @@ def watch_job_resources(
                 kind=job_controller.kind.kind,
                 group=job_controller.kind.group,
                 expect=expect,
+                delay=child_event_delay,
             )
         )
         if informer not in controller.informers:
@@ -111,6 +141,7 @@ def add_job_controller(
     recorder: EventRecorder,
     workers: int = 1,
     gang: GangScheduling | None = None,
+    child_event_delay: float = 0.0,
     **options: Any,
 ) -> JobController[Any]:
     """Build `cls` on the manager's client, clock, metrics and shared informers, and run it there.
@@ -134,5 +165,5 @@ def add_job_controller(
         **options,
     )
     controller = manager.controller(f"{cls.kind.singular}-controller", job_controller, workers=workers)
-    watch_job_resources(controller, job_controller, informers)
+    watch_job_resources(controller, job_controller, informers, child_event_delay=child_event_delay)
     return job_controller

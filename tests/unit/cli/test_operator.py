@@ -200,6 +200,8 @@ def test_a_bad_address_is_named(bad: str) -> None:
         (("--burst=-1",), "--burst=-1"),
         (("--workers=0",), "--workers=0"),
         (("--shutdown-grace=-1",), "--shutdown-grace"),
+        (("--child-event-delay=-0.1",), "--child-event-delay=-0.1: write seconds from 0 (at once) to 10"),
+        (("--child-event-delay=60",), "--child-event-delay=60"),
         (("--cluster-domain=Cluster..Local",), "--cluster-domain"),
         (("--pytorch-init-container-image= ",), "--pytorch-init-container-image"),
         (("--pytorch-init-container-max-tries=0",), "--pytorch-init-container-max-tries"),
