@@ -59,24 +59,20 @@ class OwnedObjectHandler:
         self._terminating: set[str] = set()
 
     def on_add(self, obj: Obj) -> None:
+        template_child = is_template_child(obj)
         for job in self._owner(obj):
-            observed = bool(self._expect) and is_template_child(obj)
-            if observed:
-                self._expectations.creation_observed(job, self._expect or "")
+            if self._expect and template_child:
+                self._expectations.creation_observed(job, self._expect)
                 if objects.is_deleting(obj):
                     self._deleting(obj)
-            self._enqueue(job, observed=observed)
+            self._enqueue(job, observed=bool(self._expect) and template_child)
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        if (
-            self._expect
-            and objects.is_deleting(new)
-            and not objects.is_deleting(old)
-            and is_template_child(new)
-        ):
+        started_deleting = objects.is_deleting(new) and not objects.is_deleting(old)
+        if self._expect and started_deleting and is_template_child(new):
             self._deleting(new)
         for job in {*self._owner(old), *self._owner(new)}:
-            self._enqueue(job, observed=objects.is_deleting(new) and not objects.is_deleting(old))
+            self._enqueue(job, observed=started_deleting)
 
     def on_delete(self, obj: Obj) -> None:
         if self._expect and is_template_child(obj) and objects.uid(obj) not in self._terminating:

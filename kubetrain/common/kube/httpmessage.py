@@ -156,7 +156,7 @@ class _Watchdog:
             self._timer = self._loop.call_later(self._seconds - quiet, self._check)
             return
         self.fired = True
-        self._conn.writer.transport.abort()
+        self._conn.close()
 
 
 def describe(err: BaseException) -> str:
