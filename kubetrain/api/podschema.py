@@ -35,6 +35,8 @@ Decisions (each keeps full validation of every pod field while trimming bytes):
 - The template's `metadata` holds what a pod template may carry (labels, annotations, name,
   generateName, namespace, finalizers, creationTimestamp); the server-populated ObjectMeta
   fields (managedFields, ownerReferences, uid, ...) make no sense in a template and are left out.
+- Fields the server's pod validation restricts to a closed set (`imagePullPolicy`, port `protocol`, ...)
+  get that set as an `enum` (`podenums.py`), so the job, not each of its pods, is refused.
 - `ephemeralContainers` is kept: the native API rejects it at pod creation; dropping it here would
   change which job YAML the API server accepts compared with Kubeflow.
 """
@@ -46,6 +48,8 @@ import re
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from kubetrain.api.podenums import POD_ENUMS
 
 __all__ = [
     "DESCRIBED",
@@ -244,6 +248,8 @@ class _Inliner:
             for name, field in out["properties"].items():
                 if (where, name) in GO_NULLS:
                     field["nullable"] = True
+                if (where, name) in POD_ENUMS:
+                    field["enum"] = list(POD_ENUMS[where, name])
                 if where in DESCRIBED and node["properties"][name].get("description"):
                     field["description"] = _summary(node["properties"][name]["description"])
         if isinstance(node.get("additionalProperties"), dict):

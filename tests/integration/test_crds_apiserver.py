@@ -178,3 +178,65 @@ def test_kubectl_scale_sets_pytorchjob_workers(crds: ControlPlane, namespace: st
 def test_kubectl_explain_describes_pod_template_fields(crds: ControlPlane, path: str, described: str) -> None:
     out = crds.kubectl("explain", path).stdout
     assert described in out, out
+
+
+# Values the server's pod validation refuses, and the CRD now refuses with the job (podenums.py), each
+# with values that a pod does accept: the enum must be neither wider nor narrower than the pod's check.
+POD_ENUM_CASES: list[tuple[str, Any, tuple[str, ...], str]] = [
+    (
+        "imagePullPolicy",
+        lambda c, v: c.update(imagePullPolicy=v),
+        ("Always", "IfNotPresent", "Never", ""),
+        "Sometimes",
+    ),
+    (
+        "terminationMessagePolicy",
+        lambda c, v: c.update(terminationMessagePolicy=v),
+        ("File", "FallbackToLogsOnError", ""),
+        "Always",
+    ),
+    (
+        "ports[0].protocol",
+        lambda c, v: c.update(ports=[{"containerPort": 80, "protocol": v}]),
+        ("UDP", "SCTP"),
+        "tcp",
+    ),
+    ("restartPolicy", lambda c, v: c.update(restartPolicy=v), ("Always", "OnFailure", "Never"), "Sometimes"),
+]
+
+
+def _pod(container: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probe"},
+        "spec": {"containers": [container]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("field", "change", "accepted", "refused"), POD_ENUM_CASES, ids=[c[0] for c in POD_ENUM_CASES]
+)
+def test_a_value_every_pod_refuses_is_refused_with_the_job(
+    crds: ControlPlane, namespace: str, field: str, change: Any, accepted: tuple[str, ...], refused: str
+) -> None:
+    (info,) = [i for i in KINDS if i.kind == "PyTorchJob"]
+    for value in accepted:
+        container = {"name": "main", "image": "busybox:1.36"}
+        change(container, value)
+        code, out = _apply(crds, namespace, _pod(container), "--dry-run=server")
+        assert code == 0, f"a pod accepts {field}={value!r}: {out}"
+        job = _job(info, name="enum-ok")
+        change(_worker(job, info)["template"]["spec"]["containers"][0], value)
+        code, out = _apply(crds, namespace, job, "--dry-run=server")
+        assert code == 0, f"so does the job: {out}"
+    container = {"name": "main", "image": "busybox:1.36"}
+    change(container, refused)
+    code, out = _apply(crds, namespace, _pod(container), "--dry-run=server")
+    assert code != 0 and f"containers[0].{field}" in out, out
+    job = _job(info, name="enum-bad")
+    change(_worker(job, info)["template"]["spec"]["containers"][0], refused)
+    code, out = _apply(crds, namespace, job)
+    assert code != 0, f"the job with {field}={refused!r} was accepted, its pods would not be: {out}"
+    assert f"spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].{field}" in out, out
+    assert "supported values" in out, out

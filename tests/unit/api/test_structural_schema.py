@@ -101,6 +101,7 @@ def test_optional_list_map_keys_get_the_native_defaults() -> None:
     port = pod["containers"]["items"]["properties"]["ports"]["items"]["properties"]
     assert {k: v for k, v in port["protocol"].items() if k != "description"} == {
         "type": "string",
+        "enum": ["TCP", "UDP", "SCTP", ""],
         "default": "TCP",
     }
     assert pod["imagePullSecrets"]["items"]["properties"]["name"] == {"type": "string", "default": ""}
