@@ -71,6 +71,8 @@ class JobConditionType(StrEnum):
     SUCCEEDED = "Succeeded"
     SUSPENDED = "Suspended"
     FAILED = "Failed"
+    CREATE_FAILED = "CreateFailed"
+    """kubetrain's own: the API server refuses the job's pods or Services (docs/differences.md)."""
 
 
 class ConditionStatus(StrEnum):

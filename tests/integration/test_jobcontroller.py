@@ -348,17 +348,17 @@ async def test_a_quota_rejection_is_shown_on_the_job_until_it_clears(operator: O
     await eventually(counted, what="quota usage")
     await operator.submit(toy.toy_job(workers=2, namespace=operator.namespace))
 
-    async def rejected() -> bool:
-        created = await operator.condition("Created")
-        return created is not None and created["status"] == "False"
-
-    await eventually(rejected, what="Created=False")
-    created = await operator.condition("Created")
-    assert created is not None and created["reason"] == "ToyJobFailedCreatePod"
-    assert "exceeded quota" in created["message"]
+    await eventually(lambda: operator.is_true("CreateFailed"), what="CreateFailed=True")
+    failed = await operator.condition("CreateFailed")
+    assert failed is not None and failed["reason"] == "ToyJobFailedCreatePod"
+    assert "exceeded quota" in failed["message"]
     await operator.api.delete(RESOURCE_QUOTAS, operator.namespace, "two-pods")
     await eventually(lambda: _count(operator.pods, 3), timeout=60, what="all pods once the quota is gone")
-    await eventually(lambda: operator.is_true("Created"), what="Created=True again")
+
+    async def cleared() -> bool:
+        return await operator.condition("CreateFailed") is None
+
+    await eventually(cleared, what="CreateFailed cleared")
 
 
 async def test_a_foreign_pod_with_a_replica_name_is_reported(operator: Operator) -> None:
@@ -367,10 +367,10 @@ async def test_a_foreign_pod_with_a_replica_name_is_reported(operator: Operator)
     await operator.submit(toy.toy_job(leader=None, workers=1, namespace=operator.namespace))
 
     async def reported() -> bool:
-        created = await operator.condition("Created")
-        return created is not None and "already exists and is not owned by this job" in created["message"]
+        failed = await operator.condition("CreateFailed")
+        return failed is not None and "already exists and is not owned by this job" in failed["message"]
 
-    await eventually(reported, what="Created=False naming the squatter")
+    await eventually(reported, what="CreateFailed naming the squatter")
 
 
 async def test_a_completed_pod_removed_by_the_cluster_is_not_rerun(operator: Operator) -> None:

@@ -179,3 +179,32 @@ async def test_restart_policy_of_the_master(
         assert (
             failed["message"] == f"PyTorchJob {namespace}/job has failed because 1 Master replica(s) failed."
         )
+
+
+async def test_pods_the_api_server_refuses_show_in_the_state_column_until_fixed(
+    control_plane: ControlPlane, namespace: str, operator: InProcessOperator
+) -> None:
+    """A pod template the CRD accepts but no pod may have (a request above its limit): `kubectl get` says
+    `CreateFailed`, the server's message is on the condition, and fixing the job clears it."""
+    main = container_spec("pytorch", resources={"requests": {"cpu": "2"}, "limits": {"cpu": "1"}})
+    specs = {"Master": replica_spec(1, main), "Worker": replica_spec(1, main)}
+    kubectl_apply(control_plane, job_manifest(PYTORCHJOB, specs, namespace=namespace), namespace=namespace)
+    failed = await operator.wait_for_condition(namespace, "job", "CreateFailed")
+    assert failed["reason"] == "PyTorchJobFailedCreatePod"
+    assert "must be less than or equal to cpu limit" in failed["message"], failed
+    listed = control_plane.kubectl("get", "pytorchjob", "job", namespace=namespace).stdout.splitlines()
+    assert listed[0].split()[:2] == ["NAME", "STATE"] and listed[1].split()[:2] == ["job", "CreateFailed"]
+    path = '{.status.conditions[?(@.type=="CreateFailed")].message}'
+    shown = control_plane.kubectl("get", "pytorchjob", "job", "-o", f"jsonpath={path}", namespace=namespace)
+    assert "must be less than or equal to cpu limit" in shown.stdout
+    fix = [
+        {"op": "remove", "path": f"/spec/pytorchReplicaSpecs/{rtype}/template/spec/containers/0/resources"}
+        for rtype in ("Master", "Worker")
+    ]
+    control_plane.kubectl(
+        "patch", "pytorchjob", "job", "--type=json", "-p", json.dumps(fix), namespace=namespace
+    )
+    await wait_until(lambda: operator.running(namespace, "job-master-0", "job-worker-0"), what="Running pods")
+    await operator.wait_for_condition(namespace, "job", "Running")
+    job = await operator.job(namespace, "job")
+    assert "CreateFailed" not in [c["type"] for c in job["status"]["conditions"]]

@@ -88,7 +88,7 @@ class Reporter:
         self._count("jobs_restarted")
 
     def _report(self, transition: Transition) -> None:
-        if transition.type is JobConditionType.CREATED and transition.status is not ConditionStatus.TRUE:
+        if transition.type is JobConditionType.CREATE_FAILED:
             return  # the FailedCreate<Kind> Event was recorded by the writer
         warning = transition.type in _WARNINGS and transition.status is ConditionStatus.TRUE
         self._event(EventType.WARNING if warning else EventType.NORMAL, transition.reason, transition.message)

@@ -7,6 +7,10 @@ Rules of `set_condition` (Kubeflow `pkg/util/status.go`):
 - Running and Restarting replace each other; Succeeded or Failed turn Running to False;
 - a (re)set condition moves to the end of the list, so `conditions[-1]` is the latest state.
 
+One condition is kubetrain's own: `CreateFailed=True` while the API server refuses the job's pods or
+Services (a 422, a quota, an admission webhook), with its message. Being last, it is what the State column
+(`conditions[-1:].type`) shows; once creating works again it is removed, and the State is the previous one.
+
 Reasons are `<Kind><Suffix>`, e.g. `TFJobRunning`; messages are Kubeflow's. `StatusBuilder` applies
 these rules to a `JobStatus` (a frozen model) and remembers every condition it changed, so that the
 controller records one Event per transition, not one per reconcile.
@@ -134,15 +138,19 @@ class StatusBuilder:
         return self._created()
 
     def creation_failed(self, object_kind: str, message: str) -> bool:
-        """`Created=False` with reason `<Kind>FailedCreate<ObjectKind>` and the API server's message."""
-        return self.set(
-            JobConditionType.CREATED, _F, reason(self.kind, f"FailedCreate{object_kind}"), message
-        )
+        """`CreateFailed=True` with reason `<Kind>FailedCreate<ObjectKind>` and the API server's message."""
+        why = reason(self.kind, f"FailedCreate{object_kind}")
+        return self.set(JobConditionType.CREATE_FAILED, _T, why, message)
 
     def creation_succeeded(self) -> bool:
-        """`Created=True` again after a creation failure has cleared."""
+        """Creating children works (again): `CreateFailed` goes; a legacy `Created=False` becomes True."""
+        changed = False
+        if condition(self.status, JobConditionType.CREATE_FAILED) is not None and not is_failed(self.status):
+            kept = [c for c in self.status.conditions or () if c.type != JobConditionType.CREATE_FAILED]
+            self._update(conditions=kept)
+            changed = True
         cond = condition(self.status, JobConditionType.CREATED)
-        return cond is not None and cond.status != _T and self._created()
+        return (cond is not None and cond.status != _T and self._created()) or changed
 
     def _created(self) -> bool:
         text = f"{self.kind} {self.name} is created."

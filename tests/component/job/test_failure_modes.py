@@ -73,17 +73,15 @@ async def test_a_failure_to_create_pods_is_shown_on_the_job_and_retried(cluster:
     quota = 'pods "toy-leader-0" is forbidden: exceeded quota: compute, requested: cpu=2, limited: cpu=1'
     cluster.api.fail("create", Forbidden(quota, reason="Forbidden"), resource=PODS, times=20)
     await cluster.submit(toy_job(workers=1))
-    created = await cluster.condition("Created")
-    assert created is not None and (created["status"], created["reason"]) == (
-        "False",
-        "ToyJobFailedCreatePod",
-    )
-    assert quota in created["message"]
+    failed = await cluster.condition("CreateFailed")
+    assert failed is not None and (failed["status"], failed["reason"]) == ("True", "ToyJobFailedCreatePod")
+    assert quota in failed["message"]
+    assert (await cluster.conditions())[-1][0] == "CreateFailed", "the State column shows it"
     warnings = [e for e in cluster.op.events.events if e.type is EventType.WARNING]
     assert warnings and warnings[0].reason == "FailedCreatePod" and quota in warnings[0].message
     await cluster.step(60)
     assert sorted(await cluster.pods()) == ["toy-leader-0", "toy-worker-0"]
-    assert await cluster.is_true("Created")
+    assert await cluster.is_true("Created") and await cluster.condition("CreateFailed") is None
 
 
 async def test_a_rejected_pod_keeps_the_job_visible_and_backs_off(cluster: Cluster) -> None:
@@ -91,8 +89,8 @@ async def test_a_rejected_pod_keeps_the_job_visible_and_backs_off(cluster: Clust
     cluster.api.fail("create", Invalid(rejected, reason="Invalid"), resource=PODS, times=10_000)
     await cluster.submit(toy_job(workers=1))
     await cluster.step(60)
-    created = await cluster.condition("Created")
-    assert created is not None and created["status"] == "False" and rejected in created["message"]
+    failed = await cluster.condition("CreateFailed")
+    assert failed is not None and failed["status"] == "True" and rejected in failed["message"]
     first_minute = cluster.api.count("create", PODS)
     await cluster.step(600)
     next_ten_minutes = cluster.api.count("create", PODS) - first_minute

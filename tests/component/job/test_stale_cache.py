@@ -50,8 +50,8 @@ async def test_already_exists_for_a_pod_of_someone_else_is_an_error_on_the_job()
     status = (await api.get(TOY, "ns", "toy"))["status"]
     created = status["conditions"][-1]
     assert (created["type"], created["status"], created["reason"]) == (
-        "Created",
-        "False",
+        "CreateFailed",
+        "True",
         "ToyJobFailedCreatePod",
     )
     assert 'pod "toy-worker-0" already exists and is not owned by this job' in created["message"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from kubetrain.api import JobCondition, JobStatus
+from kubetrain.api import ConditionStatus, JobCondition, JobConditionType, JobStatus
 from kubetrain.common.job.facts import ReplicaCounts
 from kubetrain.common.job.status import StatusBuilder, is_finished
 
@@ -126,17 +126,38 @@ def test_suspend_and_resume() -> None:
     assert not builder(b.status).resumed()
 
 
-def test_creation_failure_and_recovery() -> None:
+def test_creation_failure_is_the_latest_state_until_it_clears() -> None:
     b = builder()
     b.created()
-    b.creation_failed("Pod", "failed to create Pod x: 403 Forbidden: quota")
-    assert table(b) == [("Created", "False", "TFJobFailedCreatePod")]
+    b.running()
+    b.creation_failed("Pod", "failed to create Pod x: 422 Invalid: spec.containers[0].image: Required")
+    assert table(b) == [
+        ("Created", "True", "TFJobCreated"),
+        ("Running", "True", "TFJobRunning"),
+        ("CreateFailed", "True", "TFJobFailedCreatePod"),
+    ], "last, so the State column shows it"
+    assert "422 Invalid" in last(b).message
     assert not builder(b.status).created(), "created() only sets the first Created"
     retry = builder(b.status, at=10)
-    retry.creation_failed("Pod", "failed to create Pod x: 403 Forbidden: quota")
-    assert retry.transitions == [], "the same failure again is no change"
-    retry.creation_succeeded()
-    assert table(retry) == [("Created", "True", "TFJobCreated")]
+    retry.creation_failed("Pod", "failed to create Pod x: 422 Invalid: spec.containers[0].image: Required")
+    assert retry.transitions == [] and retry.status == b.status, "the same failure again is no change"
+    assert retry.creation_succeeded()
+    assert table(retry) == [("Created", "True", "TFJobCreated"), ("Running", "True", "TFJobRunning")]
+    assert not builder(retry.status).creation_succeeded(), "nothing to clear"
+
+
+def test_a_legacy_created_false_becomes_true_on_success() -> None:
+    b = builder()
+    b.set(JobConditionType.CREATED, ConditionStatus.FALSE, "TFJobFailedCreatePod", "quota")
+    assert builder(b.status).creation_succeeded()
+
+
+def test_a_failed_job_keeps_its_conditions() -> None:
+    b = builder()
+    b.creation_failed("Pod", "quota")
+    b.failed("deadline")
+    after = builder(b.status)
+    assert not after.creation_succeeded() and after.status == b.status
 
 
 def test_replica_statuses_count_replaced_pods_as_failed_and_carry_selectors() -> None:
