@@ -21,6 +21,7 @@ from typing import Any
 from kubetrain.api import AnyJob, InvalidJobError, check_job, load_jobs, load_valid_jobs
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.client.jobs import read_job_file
+from kubetrain.controllers.checks import check_operator_rules
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 
 __all__ = ["register", "run"]
@@ -208,6 +209,7 @@ def _load(path: Path, namespace: str | None, *, resume: bool) -> AnyJob:
         check_job(job)
     except InvalidJobError as error:
         raise InvalidJobError(error.errors, subject=str(path)) from None
+    check_operator_rules(job, subject=str(path))  # what the operator would fail it for, as it checks
     if job.run_policy.suspend:
         if not resume:
             raise ValueError(

@@ -47,19 +47,33 @@ def read_jobs(source: JobSource) -> list[AnyJob]:
     """
     if isinstance(source, TrainingJob | Mapping):
         data = source.to_wire() if isinstance(source, TrainingJob) else source
-        parse_valid_job(data)  # validated; returned as written, not defaulted
-        return [parse_job(data)]
+        _check_operator_rules([parse_valid_job(data)], None)
+        return [parse_job(data)]  # returned as written, not defaulted
     text, origin = _text_of(source)
     try:
-        load_valid_jobs(text)
+        valid = load_valid_jobs(text)
     except InvalidJobError as error:
         raise InvalidJobError(error.errors, subject=origin) from None
+    _check_operator_rules(valid, origin)
     jobs = load_jobs(text)
     if not jobs:
         raise InvalidJobError(
             [FieldError("", "holds no job", "write a TFJob, PyTorchJob or MPIJob document")], subject=origin
         )
     return jobs
+
+
+def _check_operator_rules(jobs: list[AnyJob], origin: str | None) -> None:
+    """What the operator would fail the (defaulted, valid) jobs for, checked with its own code; the error
+    is about `origin`, or about the job by kind and name when there are several or no origin."""
+    # The one import of the controllers' layer in the SDK (pyproject's import contracts list it): the
+    # operator's rules are run, not restated. Imported here: only a job being validated needs them.
+    from kubetrain.controllers.checks import check_operator_rules  # noqa: PLC0415
+
+    for job in jobs:
+        named = f"{job.KIND} {job.name!r}" if job.name else job.KIND
+        subject = f"{origin}: {named}" if origin and len(jobs) > 1 else origin or named
+        check_operator_rules(job, subject=subject)
 
 
 def _text_of(source: str | os.PathLike[str]) -> tuple[str, str]:

@@ -208,8 +208,15 @@ class JobController(Generic[JobT]):
             log.debug("%s changed meanwhile; looking again with fresh data", request)
             return Result(requeue_after=CONFLICT_RETRY)
 
+    @final
+    def job_errors(self, job: JobT) -> list[FieldError]:
+        """Every rule the operator fails a defaulted job for (`<Kind>FailedValidation`), and the only place
+        such rules are applied: `kubetrain submit`, `run --local` and `TrainingClient` call this too
+        (`kubetrain.controllers.checks`), so a job they accept is never failed here for its spec."""
+        return oversized(self.kind, job) or self._mode_errors(job) or list(self.validate(job))
+
     async def _sync(self, request: Request, sync: JobSync[JobT]) -> Result:
-        errors = oversized(self.kind, sync.job) or self._mode_errors(sync.job) or self.validate(sync.job)
+        errors = self.job_errors(sync.job)
         if errors:
             return await sync.invalid(errors)
         if sync.finished:
