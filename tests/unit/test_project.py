@@ -59,3 +59,24 @@ def test_readme_refers_to_nothing_outside_the_repository() -> None:
             continue
         resolved = (ROOT / path.split("#")[0]).resolve()
         assert resolved.is_relative_to(ROOT) and resolved.exists(), f"README links {path}"
+
+
+def test_the_quickstart_installs_only_the_project_and_torch() -> None:
+    """README's first command installs what its job needs and no other framework (the test command
+    installs them all): the example and `run --local` must not need more than the `torch` extra."""
+    lines = (ROOT / "hack" / "quickstart.sh").read_text().splitlines()
+    script = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
+    installs = re.findall(r"^\s*(?:python -m pip|uv pip) install .*$", script, flags=re.M)
+    assert [line.split()[-1] for line in installs] == ['"$uv_pin"', '".[torch]"'], installs
+    assert "frameworks" not in script and "setup.sh" not in script
+    probe = (
+        "import sys, kubetrain.cli.run, kubetrain.runtimes.examples.pytorch_ddp, sklearn.datasets; "
+        "print(*sorted(m for m in sys.modules if '.' not in m))"
+    )
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    others = {"tensorflow", "jax", "paddle", "xgboost", "mpi4py", "horovod", "tf_keras"}
+    assert loaded & others == set(), "the quickstart's job needs only torch"
