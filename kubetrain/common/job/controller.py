@@ -140,12 +140,16 @@ class JobController(Generic[JobT]):
 
     # hooks: pure, synchronous, no I/O ------------------------------------------------------------------
     def default(self, job: JobT) -> JobT:
-        """The job with defaults applied (in memory only). Default: `kubetrain.api.apply_defaults`."""
-        return apply_defaults(job)
+        """The job with defaults applied (in memory only). Default: `kubetrain.api.apply_defaults` with
+        `self.kind` (replicas, restart policies, the default port, cleanPodPolicy, suspend); override it
+        to add your kind's own defaults to `super().default(job)`."""
+        return apply_defaults(job, kind=self.kind)
 
     def validate(self, job: JobT) -> Sequence[FieldError]:
-        """Problems of the defaulted job; any problem fails the job. Default: `kubetrain.api.validate`."""
-        return validate(job)
+        """Problems of the defaulted job; any problem fails the job. Default: `kubetrain.api.validate`
+        with `self.kind` (names, replica types known and required, counts, containers, ports, owned env);
+        override it to add your kind's rules to `super().validate(job)`."""
+        return validate(job, kind=self.kind)
 
     def configure_pod(self, job: JobT, rtype: str, index: int, pod: Obj) -> Obj:
         """Framework specifics of one pod (env, init containers, volumes). `pod` is a fresh dict: change

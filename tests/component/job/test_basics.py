@@ -123,7 +123,10 @@ async def test_an_invalid_job_fails_with_the_field_and_the_fix(cluster: Cluster)
     await cluster.submit(toy_job(leader=2, workers=1))
     failed = await cluster.condition("Failed")
     assert failed is not None and failed["reason"] == "ToyJobFailedValidation"
-    assert failed["message"] == "spec.toyReplicaSpecs.Leader.replicas: must be 0 or 1; set replicas: 1"
+    assert failed["message"] == (
+        "spec.toyReplicaSpecs.Leader.replicas: exactly one Leader replica is allowed per ToyJob, got 2; "
+        "set replicas: 1; run more replicas as Workers"
+    )
     assert await cluster.pods() == {}
 
 
