@@ -189,7 +189,7 @@ async def test_children_run_and_the_job_succeeds_then_cleans_up(operator: Operat
     await eventually(all_running, what="three Running pods")
     pods = await operator.pods()
     worker = pods["toy-worker-1"]
-    assert worker["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "1"
+    assert worker["metadata"]["labels"]["toy.kubetrain.test/replica-index"] == "1"
     assert worker["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     assert worker["spec"]["nodeName"].startswith("kwok-node-")
 

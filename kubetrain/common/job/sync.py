@@ -208,7 +208,7 @@ class JobSync(Generic[JobT]):
         return gangs.podgroup_admitted(gang, existing)
 
     async def _sync_extras(self, observed: Observed) -> None:
-        labels = job_labels(self.ctl.kind.operator_name, self.job.name)
+        labels = job_labels(self.ctl.kind.operator_name, self.job.name, prefix=self.ctl.kind.label_prefix)
         desired = self.ctl.extra_objects(self.job, observed)
         if not desired and not self.ctl.extra_resources:
             return
