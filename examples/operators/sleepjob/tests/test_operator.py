@@ -55,6 +55,7 @@ def test_a_sleepjob_runs_to_succeeded(plane: ControlPlane) -> None:
     pod = json.loads(plane.kubectl("get", "pod/sleepjob-sample-sleeper-1", "-ojson", namespace=namespace).stdout)
     env = {var["name"]: var["value"] for var in pod["spec"]["containers"][0]["env"]}
     assert (env["SLEEPER_INDEX"], env["SLEEPERS"]) == ("1", "2"), "configure_pod's env"
+    assert pod["metadata"]["labels"]["example.dev/job-name"] == "sleepjob-sample", "labels under the group"
     assert code == 0, "the operator stops cleanly on SIGTERM"
 
 
