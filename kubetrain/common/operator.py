@@ -219,7 +219,9 @@ class _Signals:
         assert task is not None
         self.target: Callable[[], Any] = task.cancel
         for sig in (signal.SIGTERM, signal.SIGINT):
-            self._loop.add_signal_handler(sig, self._received, sig)
+            # outside the main thread (an operator in a test's thread) there are no signals to handle
+            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                self._loop.add_signal_handler(sig, self._received, sig)
 
     def _received(self, sig: signal.Signals) -> None:
         log.info("received %s: stopping", sig.name)

@@ -208,6 +208,9 @@ class JobController(Generic[JobT]):
         raw = self.cache[self.job_resource()].get(request.namespace, request.name)
         if not self.errors.failed(request) or raw is None:
             raise err  # retried with the queue's backoff; the controller logs the traceback
+        if _finished(raw):  # its outcome stands; a watch event of the job brings it back
+            log.error("%s raised on finished %s; leaving it as it is", hook, request, exc_info=err)
+            return Result()
         log.error("%s raised on %s %d times in a row: failing the job", hook, request, self.errors.attempts,
                   exc_info=err)  # fmt: skip
         message = (
@@ -271,3 +274,8 @@ class JobController(Generic[JobT]):
         """False for a job that names another controller in `runPolicy.managedBy` (e.g. Kueue MultiKueue)."""
         managed_by = ((raw.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
         return managed_by in (None, "", self.kind.controller_name)
+
+
+def _finished(raw: Obj) -> bool:
+    conditions = (raw.get("status") or {}).get("conditions") or []
+    return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conditions)

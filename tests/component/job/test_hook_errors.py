@@ -11,7 +11,7 @@ import pytest
 
 from kubetrain.common.job.crash import ERROR_ATTEMPTS
 
-from .harness import Cluster
+from .harness import TOY, Cluster
 from .toyjob import ToyJob, ToyJobController, toy_job
 
 
@@ -64,3 +64,23 @@ async def test_a_hook_that_recovers_within_the_retries_does_not_fail_the_job(
     assert hook_errors(cluster, "verdict") == ERROR_ATTEMPTS - 1
     assert await cluster.condition("Failed") is None
     assert len(await cluster.pods()) == 3  # the Leader and two Workers
+
+
+async def test_a_hook_that_raises_on_a_finished_job_leaves_its_outcome(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await cluster.submit(toy_job())
+    await cluster.run_all("Succeeded")
+    await cluster.step(1.0)
+    assert await cluster.is_true("Succeeded")
+
+    def default(self: ToyJobController, job: ToyJob) -> ToyJob:
+        raise ValueError("a bug in a new operator version")
+
+    monkeypatch.setattr(ToyJobController, "default", default)
+    await cluster.api.patch(TOY, "ns", "toy", {"metadata": {"annotations": {"touched": "yes"}}})
+    for _ in range(ERROR_ATTEMPTS):
+        await cluster.step(1.0)
+    assert hook_errors(cluster, "default") == ERROR_ATTEMPTS
+    assert await cluster.condition("Failed") is None
+    assert await cluster.is_true("Succeeded")
