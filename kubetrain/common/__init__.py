@@ -11,7 +11,7 @@ does not load the whole runtime.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kubetrain.common.cmdline import run
@@ -23,7 +23,7 @@ _HOMES = {"run": "kubetrain.common.cmdline", "Operator": "kubetrain.common.opera
 _HOMES["OperatorConfig"] = _HOMES["Operator"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name not in _HOMES:
         raise AttributeError(f"module 'kubetrain.common' has no attribute {name!r}")
     return getattr(importlib.import_module(_HOMES[name]), name)
