@@ -19,9 +19,11 @@ import tokenize
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubetrain.cli import main
 from kubetrain.cli.scaffold import ProjectNames, render_project, write_project
+from kubetrain.testing import binaries
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "operators" / "sleepjob"
@@ -103,3 +105,28 @@ def test_the_example_and_a_fresh_project_pass_mypy_strict_as_a_user_runs_it(tmp_
         done = mypy_strict(project, tmp_path / "mypy-cache")
         assert done.returncode == 0, f"{project}:\n{done.stdout}{done.stderr}"
         assert "Success: no issues found in 4 source files" in done.stdout
+
+
+def test_the_manifests_render_the_crd_rbac_and_deployment_in_one_namespace() -> None:
+    kubectl = binaries.testbin_dir() / "kubectl"
+    if not kubectl.is_file():
+        pytest.fail(f"kubectl is not built at {kubectl}; {binaries.BUILD_HINT}", pytrace=False)
+    done = subprocess.run(
+        [str(kubectl), "kustomize", str(EXAMPLE / "config")], capture_output=True, text=True, check=True
+    )
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(done.stdout)}
+    assert set(objects) == {
+        ("Namespace", "sleepjob-system"),
+        ("CustomResourceDefinition", "sleepjobs.example.dev"),
+        ("ServiceAccount", "sleepjob-operator"),
+        ("ClusterRole", "sleepjob-operator"),
+        ("ClusterRoleBinding", "sleepjob-operator"),
+        ("Deployment", "sleepjob-operator"),
+    }
+    binding = objects["ClusterRoleBinding", "sleepjob-operator"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "sleepjob-operator", "namespace": "sleepjob-system"}
+    ]
+    pod = objects["Deployment", "sleepjob-operator"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "sleepjob-operator"
+    assert "--leader-elect" in pod["containers"][0]["args"]
