@@ -1,4 +1,5 @@
-"""The CustomResourceDefinitions of every kind (`KINDS`), generated from the models.
+"""The CustomResourceDefinition of any kind, generated from its model and `KindInfo`: `render_crd(info)` for
+one of one's own, `generate_crds()` for the built-in kinds (`KINDS`).
 
 Why: the CRD is the API server's half of the API. Generating it from the pydantic models (through
 `schema.py`) and the kind registry (`kinds.py`) keeps the two halves from drifting; `kubetrain crds` writes
@@ -193,9 +194,10 @@ def crd_file_name(info: KindInfo) -> str:
     return f"{info.group}_{info.plural}.yaml"
 
 
-def render_crd(info: KindInfo) -> str:
-    """The manifest text of one kind's CRD: byte-identical for the same models and Kubernetes schemas."""
-    return compactyaml.dump(custom_resource_definition(info), header=GENERATED_HEADER)
+def render_crd(info: KindInfo, *, header: str = GENERATED_HEADER) -> str:
+    """The manifest text of one kind's CRD, under the comment `header`: byte-identical for the same models
+    and Kubernetes schemas."""
+    return compactyaml.dump(custom_resource_definition(info), header=header)
 
 
 def generate_crds(kinds: tuple[KindInfo, ...] = KINDS) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 One generic pass driven by `KindInfo` (replica-type keys in canonical case, replicas, restart policies, the
 default port on the default container, a lone unnamed container given the default name, cleanPodPolicy and
-suspend), plus a small step per kind. Pure: the input is never changed, and applying it twice changes nothing.
+suspend), plus a small step per built-in kind. A kind of one's own passes its `KindInfo` and gets the
+generic pass. Pure: the input is never changed, and applying it twice changes nothing.
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ DEFAULT_SLOTS_PER_WORKER = 1
 DEFAULT_SSH_AUTH_MOUNT_PATH = "/root/.ssh"
 
 
-def apply_defaults(job: JobT) -> JobT:
-    """A copy of `job` with every default filled in; `job` itself is left as it was."""
-    info = kind_info(job)
+def apply_defaults(job: JobT, *, kind: KindInfo | None = None) -> JobT:
+    """A copy of `job` with every default filled in; `job` itself is left as it was.
+
+    `kind` is the job's `KindInfo`, which any kind (built-in or not) passes (`JobController` passes its
+    `kind`); None looks it up among the built-in kinds.
+    """
+    info = kind or kind_info(job)
     spec: JobSpecBase = job.spec
     specs = normalise_replica_types(info, spec.replica_specs)
     specs = {rtype: _default_replica(info, rtype, rspec) for rtype, rspec in specs.items()}

@@ -49,37 +49,50 @@ AnyJob = TFJob | PyTorchJob | JAXJob | XGBoostJob | PaddleJob | MPIJob
 """Any job this operator serves."""
 
 
-@dataclass(frozen=True)
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
 class KindInfo:
-    """Identity and defaults of one training kind. All replica types are canonical CamelCase strings."""
+    """Identity and defaults of one training kind. All replica types are canonical CamelCase strings.
+
+    A kind of one's own needs only `group`, `version`, `kind`, `model`, `replica_specs_field` and
+    `replica_types`; the rest is derived: `singular` and `plural` from the kind (`sleepjob`, `sleepjobs`),
+    `operator_name` (`sleepjob-controller`), `controller_name` (`<group>/sleepjob-operator`), the
+    `managedBy` values (that, and Kueue's MultiKueue), one replica and `restartPolicy: Never` for each
+    replica type not in `default_replicas` or `default_restart_policy`, and the labels' prefix.
+    """
 
     group: str
     version: str
     kind: str
-    plural: str
-    singular: str
-    short_names: tuple[str, ...]
-    categories: tuple[str, ...]
+    plural: str = ""
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
     model: type[TrainingJob[Any]]
     replica_specs_field: str
     """The wire name of the replica-specs map, e.g. `tfReplicaSpecs`."""
     replica_types: tuple[str, ...]
     """Every replica type of the kind, in canonical order."""
-    master_types: frozenset[str]
+    master_types: frozenset[str] = frozenset()
     """The replica types of which a job may hold one replica at most (Chief/Master/Launcher); PaddleJob's
     Master is not one of them: its Masters are parameter servers, as many as the job asks for."""
-    default_container_name: str | None
+    default_container_name: str | None = None
     """The container the operator configures; None means containers[0] (MPI v2beta1 has no name rule)."""
-    default_port_name: str | None
-    default_port: int | None
+    default_port_name: str | None = None
+    default_port: int | None = None
     """Port added to the default container by defaulting and used for Services; None: no default port."""
-    default_restart_policy: Mapping[str, RestartPolicy] = field(compare=False)
-    default_replicas: Mapping[str, int] = field(compare=False)
-    operator_name: str
-    """Value of the `training.kubeflow.org/operator-name` label on the pods and Services of this kind."""
-    controller_name: str
+    default_restart_policy: Mapping[str, RestartPolicy] = field(compare=False, default_factory=_empty)
+    """Per replica type; a type not named here gets `Never`."""
+    default_replicas: Mapping[str, int] = field(compare=False, default_factory=_empty)
+    """Per replica type; a type not named here gets 1."""
+    operator_name: str = ""
+    """Value of the `<label prefix>operator-name` label on the pods and Services of this kind."""
+    controller_name: str = ""
     """The `runPolicy.managedBy` value meaning "this operator" (also what an unset managedBy means)."""
-    managed_by_values: tuple[str, ...]
+    managed_by_values: tuple[str, ...] = ()
     """Every value `runPolicy.managedBy` may take."""
     owned_env: frozenset[str] = field(compare=False, default=frozenset())
     """Env var names the operator always sets in the containers it configures; users must not set them."""
@@ -90,6 +103,30 @@ class KindInfo:
     """The replica type the CRD's scale subresource scales (`kubectl scale`, HPA); None: no subresource."""
     required_types: tuple[str, ...] = ()
     """The replica types every job must have (MPIJob's Launcher, XGBoostJob's Master); empty: none."""
+    label_prefix: str = ""
+    """The prefix of the labels on the kind's pods and Services (`job-name`, `replica-type`, ...), ending
+    in `/`. Default: Kubeflow's `training.kubeflow.org/` for a kind in `kubeflow.org`, else `<group>/`."""
+
+    def __post_init__(self) -> None:
+        derived = {
+            "singular": self.singular or self.kind.lower(),
+            "label_prefix": self.label_prefix or _label_prefix(self.group),
+        }
+        derived["plural"] = self.plural or derived["singular"] + "s"
+        derived["operator_name"] = self.operator_name or f"{derived['singular']}-controller"
+        derived["controller_name"] = self.controller_name or f"{self.group}/{derived['singular']}-operator"
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+        if not self.managed_by_values:
+            object.__setattr__(self, "managed_by_values", (self.controller_name, MULTIKUEUE_CONTROLLER))
+        replicas = {t: 1 for t in self.replica_types} | dict(self.default_replicas)
+        policies = {t: RestartPolicy.NEVER for t in self.replica_types} | dict(self.default_restart_policy)
+        object.__setattr__(self, "default_replicas", MappingProxyType(replicas))
+        object.__setattr__(self, "default_restart_policy", MappingProxyType(policies))
+        if not self.label_prefix.endswith("/"):
+            raise ValueError(
+                f"KindInfo.label_prefix={self.label_prefix!r}: end it in '/', e.g. 'example.dev/'"
+            )
 
     @property
     def api_version(self) -> str:
@@ -114,6 +151,10 @@ class KindInfo:
             if self.default_container_name and container.name == self.default_container_name:
                 return index
         return 0 if containers else None
+
+
+def _label_prefix(group: str) -> str:
+    return "training.kubeflow.org/" if group == GROUP else f"{group}/"
 
 
 def _frozen(mapping: dict[str, Any]) -> Mapping[str, Any]:

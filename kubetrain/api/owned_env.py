@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.api.common import TrainingJob
-from kubetrain.api.kinds import kind_info
+from kubetrain.api.kinds import KindInfo, kind_info
 from kubetrain.api.mpijob import MPIImplementation, MPIJob, MPIReplicaType
 from kubetrain.api.pod import Container
 from kubetrain.api.pytorchjob import PyTorchJob
@@ -44,9 +44,12 @@ _MPI_LAUNCHER: dict[MPIImplementation, frozenset[str]] = {
 }
 
 
-def owned_env_names(job: TrainingJob[Any], replica_type: str) -> frozenset[str]:
-    """The env var names the operator sets in the configured containers of `replica_type` pods of `job`."""
-    names = set(kind_info(job).owned_env)
+def owned_env_names(
+    job: TrainingJob[Any], replica_type: str, *, kind: KindInfo | None = None
+) -> frozenset[str]:
+    """The env var names the operator sets in the configured containers of `replica_type` pods of `job`
+    (`kind`: the job's `KindInfo`; None looks it up among the built-in kinds)."""
+    names = set((kind or kind_info(job)).owned_env)
     if isinstance(job, PyTorchJob) and job.spec.elastic_policy is not None:
         elastic = job.spec.elastic_policy
         names |= _ELASTIC_ALWAYS
@@ -56,10 +59,12 @@ def owned_env_names(job: TrainingJob[Any], replica_type: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def configured_containers(job: TrainingJob[Any], containers: list[Container]) -> list[int]:
+def configured_containers(
+    job: TrainingJob[Any], containers: list[Container], *, kind: KindInfo | None = None
+) -> list[int]:
     """Indexes of the containers given the operator's env: all of them for kinds that configure every
     container (PyTorch, JAX, XGBoost), else the default one."""
-    info = kind_info(job)
+    info = kind or kind_info(job)
     if info.env_in_every_container:
         return list(range(len(containers)))
     index = info.default_container_index(containers)

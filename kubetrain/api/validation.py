@@ -29,10 +29,13 @@ _GENERATED_SUFFIX = 5  # the API server appends 5 random characters to generateN
 _MAX_PORT = 65535
 
 
-def validate(job: TrainingJob[Any]) -> list[FieldError]:
-    """Every problem of `job` after defaulting, in a stable order; an empty list means the job is valid."""
-    info = kind_info(job)
-    defaulted = apply_defaults(job)
+def validate(job: TrainingJob[Any], *, kind: KindInfo | None = None) -> list[FieldError]:
+    """Every problem of `job` after defaulting, in a stable order; an empty list means the job is valid.
+
+    `kind` is the job's `KindInfo` (any kind's); None looks it up among the built-in kinds.
+    """
+    info = kind or kind_info(job)
+    defaulted = apply_defaults(job, kind=info)
     return [
         *_metadata_errors(info, defaulted),
         *_replica_specs_errors(info, defaulted),
@@ -41,13 +44,13 @@ def validate(job: TrainingJob[Any]) -> list[FieldError]:
     ]
 
 
-def check_job(job: JobT) -> JobT:
+def check_job(job: JobT, *, kind: KindInfo | None = None) -> JobT:
     """The defaulted job, if it is valid; otherwise `InvalidJobError` listing every problem."""
-    errors = validate(job)
+    info = kind or kind_info(job)
+    errors = validate(job, kind=info)
     if errors:
-        info = kind_info(job)
         raise InvalidJobError(errors, subject=f"{info.kind} {job.name!r}" if job.name else info.kind)
-    return apply_defaults(job)
+    return apply_defaults(job, kind=info)
 
 
 def _metadata_errors(info: KindInfo, job: TrainingJob[Any]) -> Iterator[FieldError]:
@@ -172,8 +175,8 @@ def _template_errors(
     yield from _container_errors(
         f"{pod_path}.initContainers", spec.template.spec.init_containers or [], False
     )
-    owned = owned_env_names(job, rtype)
-    for index in configured_containers(job, containers):
+    owned = owned_env_names(job, rtype, kind=info)
+    for index in configured_containers(job, containers, kind=info):
         yield from _owned_env_errors(f"{pod_path}.containers[{index}]", containers[index], owned)
     yield from _port_errors(info, f"{pod_path}.containers", containers)
 

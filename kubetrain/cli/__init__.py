@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "crds",
     "convert",
     "operator",
+    "new_operator",
 )
 
 

@@ -13,23 +13,17 @@ Start-up, in order, each step failing with one clear log line and a distinct exi
    per kind, and one controller per kind;
 5. run until SIGTERM/SIGINT; then drain (in-flight reconciles get --shutdown-grace), release the Lease,
    exit 0. A signal during start-up stops at once, also with 0.
+Steps 2, 4 and 5 are the library's `kubetrain.common.Operator`, the one any operator runs on; this module
+adds the preflight and the built-in kinds' `ControllerSettings`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
-import os
-import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-from prometheus_client import CollectorRegistry
 
 from kubetrain import __version__
 from kubetrain.cli.exitcodes import ExitCode
@@ -46,11 +40,12 @@ from kubetrain.common.errors import (
     TransportError,
     Unauthorized,
 )
-from kubetrain.common.events import KubeEventRecorder
+from kubetrain.common.events import EventRecorder
+from kubetrain.common.job import JobController
 from kubetrain.common.kube.resources import LEASES, Resource
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.manager import Manager
-from kubetrain.common.metrics import Metrics
+from kubetrain.common.operator import Clients, ConnectError, Operator, OperatorConfig
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 from kubetrain.controllers.settings import ConfiguredJobController, add_controller
 
@@ -62,8 +57,6 @@ _MATCHES_NOTHING = "kubetrain.dev/preflight=never-set"
 """A label selector no object carries: the preflight lists cost the server nothing, whatever its size."""
 _TRANSIENT_PATIENCE = 30.0
 """Seconds the preflight keeps retrying a busy (429, 5xx) API server before giving up."""
-_LEADER_QPS, _LEADER_BURST = 5.0, 10
-"""The leader-election client's own limiter: a renewal every --leader-election-retry-period needs little."""
 
 Controllers = Mapping[str, type[ConfiguredJobController[Any]]]
 
@@ -91,25 +84,11 @@ def run_operator(options: OperatorOptions) -> int:
 
 
 async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
-    started = time.monotonic()
-    stopper = _Signals()
-    api = leader_api = events_api = None
-    metrics = Metrics(CollectorRegistry())  # every client counts its requests on what /metrics serves
+    operator = _BuiltinOperator(options, controllers)
     try:
-        api = await _connect(options, options.qps, options.burst, metrics)
-        # Events get a client (and so a rate limit) of their own, as client-go's event broadcaster does:
-        # they never delay the pod and Service writes, nor wait behind them
-        events_api = await _connect(options, options.qps, options.burst, metrics)
-        if options.leader_election:
-            leader_api = await _connect(options, _LEADER_QPS, _LEADER_BURST, metrics)
-        await _preflight(api, leader_api, controllers, options)
-        manager = _build(options, Clients(api, leader_api, events_api), controllers, metrics)
-        stopper.target = manager.stop
-        manager.add_runnable(lambda: _announce_ready(manager, started))
-        log.info("starting: %s", _summary(options))
-        await manager.run()
-    except asyncio.CancelledError:
-        log.info("stopped during start-up")
+        await operator.serve()
+    except ConnectError as err:
+        raise OperatorFailure(ExitCode.CLUSTER, str(err)) from err
     except LeadershipLost as err:
         message = f"{err}; exiting so that a new process campaigns afresh"
         raise OperatorFailure(ExitCode.FAILED, message, startup=False) from err
@@ -118,69 +97,47 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
         raise OperatorFailure(ExitCode.FAILED, message) from err
     except RuntimeError as err:  # a dead informer or recorder: the manager stopped itself
         raise OperatorFailure(ExitCode.FAILED, f"stopping: {err}", startup=False) from err
-    finally:
-        stopper.remove()
-        for client in (api, leader_api, events_api):
-            if client is not None:
-                await client.close()
-    log.info("operator stopped")
     return int(ExitCode.OK)
 
 
-async def _announce_ready(manager: Manager, started: float) -> None:
-    """Log once when /readyz turns 200 (with the time since the process started), then idle."""
-    await manager.wait_synced()
-    log.info("ready %.2f s after start-up began (caches synced)", time.monotonic() - started)
-    await asyncio.Event().wait()  # a runnable lives as long as the manager
+class _BuiltinOperator(Operator):
+    """The library's `Operator`, with the built-in kinds' preflight and their `ControllerSettings`."""
 
-
-class _Signals:
-    """SIGTERM/SIGINT call `target`: at first, cancel start-up; once the manager runs, `manager.stop`."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        self.target: Callable[[], Any] = task.cancel
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self._loop.add_signal_handler(sig, self._received, sig)
-
-    def _received(self, sig: signal.Signals) -> None:
-        log.info("received %s: stopping", sig.name)
-        self.target()
-
-    def remove(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(ValueError, RuntimeError):
-                self._loop.remove_signal_handler(sig)
-
-
-async def _connect(options: OperatorOptions, qps: float, burst: int, metrics: Metrics) -> KubeApiClient:
-    where = options.kubeconfig or "in-cluster ServiceAccount, $KUBECONFIG or ~/.kube/config"
-    try:
-        return await KubeApiClient.connect(
-            options.kubeconfig,
+    def __init__(self, options: OperatorOptions, controllers: Controllers) -> None:
+        config = OperatorConfig(
+            kubeconfig=options.kubeconfig,
             context=options.context,
-            qps=qps,
-            burst=burst,
-            user_agent=f"kubetrain-operator/{__version__}",
-            metrics=metrics,
+            namespaces=options.namespaces,
+            leader_election=options.leader_election,
+            health_address=options.health_address,
+            metrics_address=options.metrics_address,
+            qps=options.qps,
+            burst=options.burst,
+            workers=options.workers,
+            child_event_delay=options.child_event_delay,
+            shutdown_grace=options.shutdown_grace,
         )
-    except asyncio.CancelledError:
-        raise
-    except Exception as err:  # the kubeconfig loader's own error types live below common.kube
-        reason = _missing_kubeconfig() if options.kubeconfig is None else None
-        raise OperatorFailure(ExitCode.CLUSTER, f"no usable credentials ({where}): {reason or err}") from err
+        super().__init__(list(controllers.values()), config)
+        self.options = options
+        self.by_kind = controllers
 
+    async def prepare(self, clients: Clients) -> None:
+        await _preflight(clients.api, clients.leader, self.by_kind, self.options)
+        log.info("starting: %s", _summary(self.options))
 
-def _missing_kubeconfig() -> str | None:
-    """Why no kubeconfig was found outside a cluster, in plain words (the loader's message is cryptic)."""
-    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    paths = [Path(p).expanduser() for p in listed] or [Path("~/.kube/config").expanduser()]
-    if any(path.is_file() for path in paths):
-        return None
-    where = f"$KUBECONFIG={os.environ['KUBECONFIG']}" if listed else str(paths[0])
-    return f"not in a cluster, and {where} does not exist; pass --kubeconfig PATH"
+    def add_controller(
+        self, manager: Manager, cls: type[JobController[Any]], recorder: EventRecorder
+    ) -> None:
+        configured = next(c for c in self.by_kind.values() if c is cls)  # the same class, as configurable
+        options = self.options
+        add_controller(
+            manager,
+            configured,
+            options.settings,
+            recorder=recorder,
+            workers=options.workers,
+            child_event_delay=options.child_event_delay,
+        )
 
 
 async def _preflight(
@@ -254,50 +211,6 @@ def _explain(
             "which the API server does not serve: install the scheduler first, or drop --gang-scheduler",
         )
     return OperatorFailure(ExitCode.CLUSTER, f"cannot read {resource} in {where}: {err}")
-
-
-@dataclass(frozen=True)
-class Clients:
-    """The operator's API clients, each with its own rate limit: controllers and informers, the leader
-    election Lease, Events."""
-
-    api: KubeApiClient
-    leader: KubeApiClient | None
-    events: KubeApiClient
-
-
-def _build(options: OperatorOptions, clients: Clients, controllers: Controllers, metrics: Metrics) -> Manager:
-    manager = Manager(
-        clients.api,
-        metrics=metrics,
-        namespace=options.namespaces,
-        leader_election=options.leader_election,
-        leader_api=clients.leader,
-        http_address=options.health_address,
-        metrics_address=options.metrics_address,
-        shutdown_grace=options.shutdown_grace,
-    )
-    identity = options.leader_election.identity if options.leader_election else ""
-    for cls in controllers.values():
-        component = cls.kind.operator_name
-        metrics.event_recorder(component)
-        recorder = KubeEventRecorder(
-            clients.events,
-            component=component,
-            clock=manager.clock,
-            instance=identity,
-            on_drop=functools.partial(metrics.event_dropped, component),
-        )
-        manager.add_runnable(recorder.run)
-        add_controller(
-            manager,
-            cls,
-            options.settings,
-            recorder=recorder,
-            workers=options.workers,
-            child_event_delay=options.child_event_delay,
-        )
-    return manager
 
 
 def _summary(options: OperatorOptions) -> str:

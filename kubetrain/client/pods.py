@@ -41,7 +41,8 @@ REPLICA_INDEX_LABEL = _PREFIX + "replica-index"
 
 def job_selector(info: KindInfo, name: str, replica_type: str | None, replica_index: int | None) -> str:
     """The label selector of a job's pods, optionally of one replica type and index."""
-    labels = {OPERATOR_NAME_LABEL: info.operator_name, JOB_NAME_LABEL: name}
+    prefix = info.label_prefix  # Kubeflow's for the built-in kinds (the constants above)
+    labels = {prefix + "operator-name": info.operator_name, prefix + "job-name": name}
     if replica_type is not None:
         canonical = info.canonical_replica_type(replica_type)
         if canonical is None:
@@ -49,11 +50,11 @@ def job_selector(info: KindInfo, name: str, replica_type: str | None, replica_in
             raise InvalidArgumentError(
                 f"{info.kind} has no replica type {replica_type!r}; its types: {types}"
             )
-        labels[REPLICA_TYPE_LABEL] = canonical.lower()
+        labels[prefix + "replica-type"] = canonical.lower()
     if replica_index is not None:
         if replica_index < 0:
             raise InvalidArgumentError(f"replica index {replica_index} is negative; indexes start at 0")
-        labels[REPLICA_INDEX_LABEL] = str(replica_index)
+        labels[prefix + "replica-index"] = str(replica_index)
     return ",".join(f"{key}={value}" for key, value in labels.items())
 
 
@@ -63,8 +64,8 @@ def sort_pods(info: KindInfo, pods: Iterable[V1Pod]) -> list[V1Pod]:
 
     def key(pod: V1Pod) -> tuple[int, int, str]:
         labels = (pod.metadata.labels if pod.metadata else None) or {}
-        index = labels.get(REPLICA_INDEX_LABEL, "")
-        rank = order.get(labels.get(REPLICA_TYPE_LABEL, ""), len(order))
+        index = labels.get(info.label_prefix + "replica-index", "")
+        rank = order.get(labels.get(info.label_prefix + "replica-type", ""), len(order))
         return rank, int(index) if index.isdigit() else -1, _name(pod)
 
     return sorted(pods, key=key)

@@ -181,6 +181,11 @@ class Metrics:
         self.jobs_restarted = Counter(
             "training_operator_jobs_restarted", "Jobs restarted.", labels, registry=registry
         )
+        self.hook_errors = Counter(
+            "kubetrain_job_hook_errors",
+            "Unexpected errors raised by a job controller's hook (hook=reconcile: a step of the template).",
+            ["framework", "hook"], registry=registry,
+        )  # fmt: skip
 
     def controller(self, name: str, workers: int = 1) -> None:
         """Initialise every series of a controller, so that rates exist before the first error."""

@@ -83,7 +83,7 @@ def test_a_valid_job_is_accepted_and_its_template_kept(
 
 def test_every_example_job_is_accepted(crds: ControlPlane, namespace: str) -> None:
     kinds = {info.kind for info in KINDS}
-    examples = sorted(EXAMPLES.rglob("*.yaml"))
+    examples = sorted(p for p in EXAMPLES.rglob("*.yaml") if "operators" not in p.parts)
     assert examples, f"no TFJob/PyTorchJob/MPIJob examples under {EXAMPLES}"
     for path in examples:
         for document in yaml.safe_load_all(path.read_text()):

@@ -189,7 +189,7 @@ async def test_children_run_and_the_job_succeeds_then_cleans_up(operator: Operat
     await eventually(all_running, what="three Running pods")
     pods = await operator.pods()
     worker = pods["toy-worker-1"]
-    assert worker["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "1"
+    assert worker["metadata"]["labels"]["toy.kubetrain.test/replica-index"] == "1"
     assert worker["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     assert worker["spec"]["nodeName"].startswith("kwok-node-")
 
@@ -371,6 +371,22 @@ async def test_a_foreign_pod_with_a_replica_name_is_reported(operator: Operator)
         return failed is not None and "already exists and is not owned by this job" in failed["message"]
 
     await eventually(reported, what="CreateFailed naming the squatter")
+
+
+async def test_a_hook_that_raises_fails_the_job_with_its_error(
+    operator: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def configure_pod(self: Any, job: Any, rtype: str, index: int, pod: Obj) -> Obj:
+        raise KeyError("TOY_SEED")
+
+    monkeypatch.setattr(toy.ToyJobController, "configure_pod", configure_pod)
+    await operator.submit(toy.toy_job(leader=None, workers=1, namespace=operator.namespace))
+    await eventually(lambda: operator.is_true("Failed"), what="Failed")
+    failed = await operator.condition("Failed")
+    assert failed is not None and failed["reason"] == "ToyJobReconcileError"
+    assert failed["message"].startswith("configure_pod raised KeyError: 'TOY_SEED' (5 tries")
+    assert "ToyJobReconcileError" in operator.events.reasons()
+    assert await operator.pods() == {}
 
 
 async def test_a_completed_pod_removed_by_the_cluster_is_not_rerun(operator: Operator) -> None:

@@ -29,9 +29,10 @@ from pydantic import ValidationError
 from kubetrain.api import FieldError, KindInfo, TrainingJob, apply_defaults, validate
 from kubetrain.api.wire_errors import from_validation_error
 from kubetrain.common.clock import Clock
-from kubetrain.common.errors import Conflict
+from kubetrain.common.errors import ApiError, Conflict, TerminalError
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.expectations import DEFAULT_EXPECTATIONS_TTL, Expectations
+from kubetrain.common.job.crash import ErrorBudget, failing_hook
 from kubetrain.common.job.extras import ExtraObject
 from kubetrain.common.job.facts import Observed
 from kubetrain.common.job.fence import WriteFence
@@ -103,6 +104,10 @@ class JobController(Generic[JobT]):
         self.service_mode = service_mode if service_mode in self.service_modes else self.service_modes[0]
         self.fence = WriteFence()
         self.unwritten = Unwritten()
+        self.errors = ErrorBudget()
+        """Unexpected errors of each job in a row: after `errors.attempts`, the job fails naming the error."""
+        if metrics is not None:  # the family exists before the first error, so alerts on its rate work
+            metrics.hook_errors.labels(self.framework, "reconcile")
 
     # identity -----------------------------------------------------------------------------------------
     @classmethod
@@ -140,12 +145,16 @@ class JobController(Generic[JobT]):
 
     # hooks: pure, synchronous, no I/O ------------------------------------------------------------------
     def default(self, job: JobT) -> JobT:
-        """The job with defaults applied (in memory only). Default: `kubetrain.api.apply_defaults`."""
-        return apply_defaults(job)
+        """The job with defaults applied (in memory only). Default: `kubetrain.api.apply_defaults` with
+        `self.kind` (replicas, restart policies, the default port, cleanPodPolicy, suspend); override it
+        to add your kind's own defaults to `super().default(job)`."""
+        return apply_defaults(job, kind=self.kind)
 
     def validate(self, job: JobT) -> Sequence[FieldError]:
-        """Problems of the defaulted job; any problem fails the job. Default: `kubetrain.api.validate`."""
-        return validate(job)
+        """Problems of the defaulted job; any problem fails the job. Default: `kubetrain.api.validate`
+        with `self.kind` (names, replica types known and required, counts, containers, ports, owned env);
+        override it to add your kind's rules to `super().validate(job)`."""
+        return validate(job, kind=self.kind)
 
     def configure_pod(self, job: JobT, rtype: str, index: int, pod: Obj) -> Obj:
         """Framework specifics of one pod (env, init containers, volumes). `pod` is a fresh dict: change
@@ -183,6 +192,34 @@ class JobController(Generic[JobT]):
     # the template ---------------------------------------------------------------------------------------
     @final
     async def reconcile(self, request: Request) -> Result:
+        try:
+            result = await self._reconcile(request)
+        except (ApiError, TerminalError):  # the server's answer, or a decision: the queue handles them
+            raise
+        except Exception as err:  # a bug in a hook or a step: retried, then shown on the job
+            return await self._unexpected(request, err)
+        self.errors.forget(request)
+        return result
+
+    async def _unexpected(self, request: Request, err: Exception) -> Result:
+        hook = failing_hook(err, self)
+        if self.metrics is not None:
+            self.metrics.hook_errors.labels(self.framework, hook).inc()
+        raw = self.cache[self.job_resource()].get(request.namespace, request.name)
+        if not self.errors.failed(request) or raw is None:
+            raise err  # retried with the queue's backoff; the controller logs the traceback
+        if _finished(raw):  # its outcome stands; a watch event of the job brings it back
+            log.error("%s raised on finished %s; leaving it as it is", hook, request, exc_info=err)
+            return Result()
+        log.error("%s raised on %s %d times in a row: failing the job", hook, request, self.errors.attempts,
+                  exc_info=err)  # fmt: skip
+        message = (
+            f"{hook} raised {type(err).__name__}: {err} ({self.errors.attempts} tries; the operator's log "
+            "has the traceback)"
+        )
+        return await reject(self, raw, message, suffix="ReconcileError")
+
+    async def _reconcile(self, request: Request) -> Result:
         raw = self.cache[self.job_resource()].get(request.namespace, request.name)
         if raw is None:
             self.expectations.forget(request)
@@ -244,3 +281,8 @@ class JobController(Generic[JobT]):
         """False for a job that names another controller in `runPolicy.managedBy` (e.g. Kueue MultiKueue)."""
         managed_by = ((raw.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
         return managed_by in (None, "", self.kind.controller_name)
+
+
+def _finished(raw: Obj) -> bool:
+    conditions = (raw.get("status") or {}).get("conditions") or []
+    return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conditions)

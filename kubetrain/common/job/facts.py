@@ -18,7 +18,7 @@ from typing import Any, final
 from pydantic import TypeAdapter
 
 from kubetrain.api import Time
-from kubetrain.common.job.labels import replica_index
+from kubetrain.common.job.labels import KUBEFLOW_PREFIX, replica_index
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj, Resource
 
@@ -67,14 +67,17 @@ class PodFacts:
         return self.deletion is not None
 
     @classmethod
-    def of(cls, pod: Mapping[str, Any], *, main_container: str | None = None) -> PodFacts:
-        """Read a pod. `main_container` names the container whose exit code counts (None: the first)."""
+    def of(
+        cls, pod: Mapping[str, Any], *, main_container: str | None = None, prefix: str = KUBEFLOW_PREFIX
+    ) -> PodFacts:
+        """Read a pod. `main_container` names the container whose exit code counts (None: the first);
+        `prefix` is its kind's label prefix."""
         status: Mapping[str, Any] = pod.get("status") or {}
         deletion = (pod.get("metadata") or {}).get("deletionTimestamp")
         return cls(
             name=objects.name(pod),
             uid=objects.uid(pod),
-            index=replica_index(objects.labels(pod)),
+            index=replica_index(objects.labels(pod), prefix=prefix),
             phase=_phase(status.get("phase")),
             exit_code=_exit_code(pod, main_container),
             reason=str(status.get("reason") or ""),

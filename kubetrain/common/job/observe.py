@@ -15,12 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubetrain.api import RestartPolicy, TrainingJob
 from kubetrain.common.job.facts import Observed, PodFacts
-from kubetrain.common.job.labels import (
-    REPLICA_INDEX_LABEL,
-    REPLICA_TYPE_LABEL,
-    is_template_child,
-    job_labels,
-)
+from kubetrain.common.job.labels import is_template_child, job_labels, label_key
 from kubetrain.common.job.ledger import Ledger
 from kubetrain.common.job.policy import ReplicaPlan, is_stuck, plan_replica
 from kubetrain.common.kube import objects
@@ -45,19 +40,19 @@ class JobView:
         self.pods: dict[str, list[PodFacts]] = {t: [] for t in self.rtypes}
         self.orphans: list[PodFacts] = []
         """Replica pods of replica types the job no longer has."""
-        main = ctl.kind.default_container_name
+        main, prefix = ctl.kind.default_container_name, ctl.kind.label_prefix
         for pod in _owned(ctl, PODS, uid):
-            if not _is_replica(pod):
+            if not _is_replica(pod, prefix):
                 continue
-            facts = PodFacts.of(pod, main_container=main)
-            rtype = by_lower.get(objects.labels(pod).get(REPLICA_TYPE_LABEL, ""))
+            facts = PodFacts.of(pod, main_container=main, prefix=prefix)
+            rtype = by_lower.get(objects.labels(pod).get(label_key("replica-type", prefix), ""))
             (self.pods[rtype] if rtype is not None else self.orphans).append(facts)
         self.services: dict[str, Obj] = {
-            objects.name(s): s for s in _owned(ctl, SERVICES, uid) if is_template_child(s)
+            objects.name(s): s for s in _owned(ctl, SERVICES, uid) if is_template_child(s, prefix=prefix)
         }
         self._podgroup = next(iter(_owned(ctl, ctl.gang.resource, uid)), None) if ctl.gang else None
         self.extras: dict[Resource, dict[str, Obj]] = {
-            res: {objects.name(o): o for o in _owned(ctl, res, uid) if not _template_child(res, o)}
+            res: {objects.name(o): o for o in _owned(ctl, res, uid) if not _template_child(res, o, prefix)}
             for res in ctl.extra_resources
         }
 
@@ -92,8 +87,9 @@ class JobView:
 
     def selectors(self) -> dict[str, dict[str, str]]:
         """The label selector of each replica type's pods (for `replicaStatuses`)."""
-        base = job_labels(self._ctl.kind.operator_name, self._job.name)
-        return {rtype: {**base, REPLICA_TYPE_LABEL: rtype.lower()} for rtype in self.rtypes}
+        prefix = self._ctl.kind.label_prefix
+        base = job_labels(self._ctl.kind.operator_name, self._job.name, prefix=prefix)
+        return {rtype: {**base, label_key("replica-type", prefix): rtype.lower()} for rtype in self.rtypes}
 
     def all_pods(self) -> list[PodFacts]:
         return [*(p for pods in self.pods.values() for p in pods), *self.orphans]
@@ -126,10 +122,10 @@ def _owned(ctl: JobContract[Any], resource: Resource, uid: str) -> list[Obj]:
     return ctl.cache[resource].by_index(INDEX_CONTROLLER_UID, uid)
 
 
-def _is_replica(obj: Obj) -> bool:
-    return REPLICA_INDEX_LABEL in objects.labels(obj)
+def _is_replica(obj: Obj, prefix: str) -> bool:
+    return label_key("replica-index", prefix) in objects.labels(obj)
 
 
-def _template_child(resource: Resource, obj: Obj) -> bool:
+def _template_child(resource: Resource, obj: Obj, prefix: str) -> bool:
     # an HPA or ConfigMap may be named like its job: only a Service so named is the template's
-    return is_template_child(obj) if resource == SERVICES else _is_replica(obj)
+    return is_template_child(obj, prefix=prefix) if resource == SERVICES else _is_replica(obj, prefix)

@@ -14,8 +14,8 @@ from kubetrain.common.events import EventType
 from kubetrain.common.job import gang as gangs
 from kubetrain.common.job.children import ChildWriter
 from kubetrain.common.job.labels import (
-    REPLICA_TYPE_LABEL,
     job_labels,
+    label_key,
     replica_index,
     replica_labels,
     replica_name,
@@ -42,6 +42,7 @@ class Renderer(Generic[JobT]):
         self._owner = owner
         self._writer = writer
         self._operator = ctl.kind.operator_name
+        self._prefix = ctl.kind.label_prefix
 
     def pod(self, rtype: str, index: int) -> Obj:
         """The pod of replica `rtype`/`index`, after the framework's `configure_pod`."""
@@ -51,7 +52,7 @@ class Renderer(Generic[JobT]):
             template=spec.template.to_wire(),
             name=replica_name(job.name, rtype, index),
             namespace=job.namespace,
-            labels=replica_labels(self._operator, job.name, rtype, index, master=master),
+            labels=replica_labels(self._operator, job.name, rtype, index, master=master, prefix=self._prefix),
             owner=self._owner,
             restart_policy=spec.restart_policy or RestartPolicy.NEVER,
         )
@@ -87,8 +88,9 @@ class Renderer(Generic[JobT]):
         if name == job.name:
             return True
         labels = objects.labels(service)
-        index = replica_index(labels)
-        rtype = next((t for t in job.replica_specs if t.lower() == labels.get(REPLICA_TYPE_LABEL)), None)
+        index = replica_index(labels, prefix=self._prefix)
+        shown = labels.get(label_key("replica-type", self._prefix))
+        rtype = next((t for t in job.replica_specs if t.lower() == shown), None)
         if rtype is None or index is None:
             return False
         return index < (job.replica_specs[rtype].replicas or 0) and name == replica_name(
@@ -103,14 +105,14 @@ class Renderer(Generic[JobT]):
         return desired_service(
             name=replica_name(job.name, rtype, index),
             namespace=job.namespace,
-            labels=replica_labels(self._operator, job.name, rtype, index),
+            labels=replica_labels(self._operator, job.name, rtype, index, prefix=self._prefix),
             owner=self._owner,
             ports=ports,
         )
 
     def _job_service(self) -> Obj:
         name = self._job.name
-        labels = job_labels(self._operator, name)
+        labels = job_labels(self._operator, name, prefix=self._prefix)
         return job_service(name=name, namespace=self._job.namespace, labels=labels, owner=self._owner)
 
     def podgroup(self, gang: gangs.GangScheduling, raw_job: Mapping[str, Any], existing: Obj | None) -> Obj:
@@ -128,7 +130,7 @@ class Renderer(Generic[JobT]):
             policy=policy,
             members=gangs.min_member(policy, together),
             resources=gangs.min_resources(sized, gangs.min_member(policy, total)),
-            labels=job_labels(self._operator, job.name),
+            labels=job_labels(self._operator, job.name, prefix=self._prefix),
             existing=existing,
         )
 

@@ -208,7 +208,7 @@ class JobSync(Generic[JobT]):
         return gangs.podgroup_admitted(gang, existing)
 
     async def _sync_extras(self, observed: Observed) -> None:
-        labels = job_labels(self.ctl.kind.operator_name, self.job.name)
+        labels = job_labels(self.ctl.kind.operator_name, self.job.name, prefix=self.ctl.kind.label_prefix)
         desired = self.ctl.extra_objects(self.job, observed)
         if not desired and not self.ctl.extra_resources:
             return
@@ -308,11 +308,13 @@ class JobSync(Generic[JobT]):
             self.ctl.unwritten.forget(self._job_key)
 
 
-async def reject(ctl: JobContract[Any], raw: Obj, message: str) -> Result:
-    """A job the model cannot parse: Failed with `<Kind>FailedValidation`, not retried."""
+async def reject(
+    ctl: JobContract[Any], raw: Obj, message: str, *, suffix: str = "FailedValidation"
+) -> Result:
+    """A job the model cannot parse, or whose hooks keep raising: Failed with `<Kind><suffix>`; no retry."""
     status = _parse_status(raw)
     builder = _builder(ctl, raw, status, ctl.clock.now())
-    builder.invalid(message)
+    builder.failed(message, suffix)
     await Reporter(ctl, raw, status).write(builder)
     return Result()
 

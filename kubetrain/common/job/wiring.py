@@ -21,7 +21,7 @@ from kubetrain.common.controller import Controller
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.expectations import Expectations
 from kubetrain.common.handlers import for_controller_owner
-from kubetrain.common.job.labels import OPERATOR_NAME_LABEL, is_template_child
+from kubetrain.common.job.labels import KUBEFLOW_PREFIX, is_template_child, label_key
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.informer import Informer
 from kubetrain.common.kube.resources import PODS, SERVICES, Obj, Resource
@@ -50,8 +50,11 @@ class OwnedObjectHandler:
         group: str,
         expect: str | None,
         delay: float = 0.0,
+        prefix: str = KUBEFLOW_PREFIX,
     ) -> None:
+        """`prefix`: the label prefix of the kind (`KindInfo.label_prefix`)."""
         self._controller = controller
+        self._prefix = prefix
         self._delay = delay
         self._expectations = expectations
         self._owner = for_controller_owner(kind, group)
@@ -59,7 +62,7 @@ class OwnedObjectHandler:
         self._terminating: set[str] = set()
 
     def on_add(self, obj: Obj) -> None:
-        template_child = is_template_child(obj)
+        template_child = is_template_child(obj, prefix=self._prefix)
         for job in self._owner(obj):
             if self._expect and template_child:
                 self._expectations.creation_observed(job, self._expect)
@@ -69,13 +72,17 @@ class OwnedObjectHandler:
 
     def on_update(self, old: Obj, new: Obj) -> None:
         started_deleting = objects.is_deleting(new) and not objects.is_deleting(old)
-        if self._expect and started_deleting and is_template_child(new):
+        if self._expect and started_deleting and is_template_child(new, prefix=self._prefix):
             self._deleting(new)
         for job in {*self._owner(old), *self._owner(new)}:
             self._enqueue(job, observed=started_deleting)
 
     def on_delete(self, obj: Obj) -> None:
-        if self._expect and is_template_child(obj) and objects.uid(obj) not in self._terminating:
+        if (
+            self._expect
+            and is_template_child(obj, prefix=self._prefix)
+            and objects.uid(obj) not in self._terminating
+        ):
             self._deleting(obj)
         self._terminating.discard(objects.uid(obj))
         for job in self._owner(obj):
@@ -124,6 +131,7 @@ def watch_job_resources(
                 group=job_controller.kind.group,
                 expect=expect,
                 delay=child_event_delay,
+                prefix=job_controller.kind.label_prefix,
             )
         )
         if informer not in controller.informers:
@@ -145,7 +153,7 @@ def add_job_controller(
     `options` go to the JobController (e.g. `terminating_timeout`). The controller is named
     `<singular>-controller`, e.g. `tfjob-controller`.
     """
-    scope = {OPERATOR_NAME_LABEL: cls.kind.operator_name}
+    scope = {label_key("operator-name", cls.kind.label_prefix): cls.kind.operator_name}
     job_resource = cls.job_resource()
     informers = {
         res: manager.informer(res) if res == job_resource else manager.informer(res, label_selector=scope)

@@ -27,8 +27,6 @@ from kubetrain.api import (
     LauncherCreationPolicy,
     MPIJob,
     MPIReplicaType,
-    apply_defaults,
-    validate,
 )
 from kubetrain.common.job import ExtraObject, Observed, ServiceMode, Verdict
 from kubetrain.common.kube.resources import CONFIGMAPS, SECRETS, Obj
@@ -57,7 +55,7 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
 
     def default(self, job: MPIJob) -> MPIJob:
         given = job.run_policy
-        defaulted = apply_defaults(job)
+        defaulted = super().default(job)
         update: dict[str, object] = {}
         if given.clean_pod_policy is None:
             update["clean_pod_policy"] = CleanPodPolicy.RUNNING
@@ -67,7 +65,7 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
         return defaulted.model_copy(update={"spec": defaulted.spec.model_copy(update={"run_policy": policy})})
 
     def validate(self, job: MPIJob) -> Sequence[FieldError]:
-        errors = list(validate(job))  # slotsPerWorker >= 1 is among the shared rules (the CRD has it too)
+        errors = list(super().validate(job))  # slotsPerWorker >= 1 is a shared rule (the CRD has it too)
         return errors or cluster.config_map_fits(job, cluster.JobHosts(job, self.settings))
 
     def is_master(self, job: MPIJob, rtype: str, index: int) -> bool:

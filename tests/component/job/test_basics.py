@@ -1,4 +1,5 @@
-"""A ToyJob's pods and Services get Kubeflow's names, labels and owner; scaling; status; extra objects."""
+"""A ToyJob's pods and Services get Kubeflow's names, labels under the kind's own group (not Kubeflow's),
+and an owner; scaling; status; extra objects."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ async def test_pods_and_services_are_created_with_labels_and_owner(cluster: Clus
     assert sorted(pods) == ["toy-leader-0", "toy-worker-0", "toy-worker-1"]
     worker = pods["toy-worker-1"]
     assert worker["metadata"]["labels"] == {
-        "training.kubeflow.org/operator-name": "toyjob-controller",
-        "training.kubeflow.org/job-name": "toy",
-        "training.kubeflow.org/replica-type": "worker",
-        "training.kubeflow.org/replica-index": "1",
+        "toy.kubetrain.test/operator-name": "toyjob-controller",
+        "toy.kubetrain.test/job-name": "toy",
+        "toy.kubetrain.test/replica-type": "worker",
+        "toy.kubetrain.test/replica-index": "1",
     }
-    assert pods["toy-leader-0"]["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"
+    assert pods["toy-leader-0"]["metadata"]["labels"]["toy.kubetrain.test/job-role"] == "master"
     owner = worker["metadata"]["ownerReferences"]
     assert owner == [
         {
@@ -38,7 +39,7 @@ async def test_pods_and_services_are_created_with_labels_and_owner(cluster: Clus
     assert sorted(services) == sorted(pods)
     svc = services["toy-worker-1"]["spec"]
     assert svc["clusterIP"] == "None"
-    assert svc["selector"]["training.kubeflow.org/replica-index"] == "1"
+    assert svc["selector"]["toy.kubetrain.test/replica-index"] == "1"
     assert svc["ports"] == [{"name": "toy-port", "port": 7777, "targetPort": 7777, "protocol": "TCP"}]
 
 
@@ -89,7 +90,7 @@ async def test_extra_objects_are_created_kept_in_shape_and_owned(cluster: Cluste
     hosts = await cluster.api.get(CONFIGMAPS, "ns", "toy-hosts")
     assert hosts["data"] == {"hosts": "toy-leader-0\ntoy-worker-0\ntoy-worker-1"}
     assert hosts["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
-    assert hosts["metadata"]["labels"]["training.kubeflow.org/job-name"] == "toy"
+    assert hosts["metadata"]["labels"]["toy.kubetrain.test/job-name"] == "toy"
     await cluster.api.patch(CONFIGMAPS, "ns", "toy-hosts", {"data": {"hosts": "edited by hand"}})
     await cluster.step()
     assert (await cluster.api.get(CONFIGMAPS, "ns", "toy-hosts"))["data"]["hosts"].startswith("toy-leader-0")
@@ -123,7 +124,10 @@ async def test_an_invalid_job_fails_with_the_field_and_the_fix(cluster: Cluster)
     await cluster.submit(toy_job(leader=2, workers=1))
     failed = await cluster.condition("Failed")
     assert failed is not None and failed["reason"] == "ToyJobFailedValidation"
-    assert failed["message"] == "spec.toyReplicaSpecs.Leader.replicas: must be 0 or 1; set replicas: 1"
+    assert failed["message"] == (
+        "spec.toyReplicaSpecs.Leader.replicas: exactly one Leader replica is allowed per ToyJob, got 2; "
+        "set replicas: 1; run more replicas as Workers"
+    )
     assert await cluster.pods() == {}
 
 

@@ -10,8 +10,8 @@ from .harness import TOY, Cluster
 from .toyjob import toy_job
 
 JOB_LABELS = {
-    "training.kubeflow.org/operator-name": "toyjob-controller",
-    "training.kubeflow.org/job-name": "toy",
+    "toy.kubetrain.test/operator-name": "toyjob-controller",
+    "toy.kubetrain.test/job-name": "toy",
 }
 
 

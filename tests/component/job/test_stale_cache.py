@@ -18,7 +18,7 @@ from kubetrain.common.reconcile import Request
 from kubetrain.common.testing import FakeClock, MemoryEventRecorder
 
 from .harness import TOY, ClusterApi
-from .toyjob import ToyJobController, toy_job
+from .toyjob import TOYJOB, ToyJobController, toy_job
 
 
 async def _setup(pod_owner: str | None) -> tuple[ClusterApi, ToyJobController, Obj]:
@@ -64,7 +64,8 @@ async def test_a_stale_cached_job_is_not_acted_on_after_our_own_write() -> None:
     for name in ("toy-leader-0", "toy-worker-0"):
         pod = {
             "metadata": {"name": name, "namespace": "ns", "ownerReferences": [objects.owner_reference(job)],
-                         "labels": replica_labels("toyjob-controller", "toy", name.split("-")[1].title(), 0)},
+                         "labels": replica_labels("toyjob-controller", "toy", name.split("-")[1].title(), 0,
+                                                  prefix=TOYJOB.label_prefix)},
             "status": {"phase": "Succeeded"},
         }  # fmt: skip
         cache[PODS].upsert(await api.create(PODS, "ns", pod))

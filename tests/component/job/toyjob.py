@@ -15,8 +15,6 @@ from typing import ClassVar
 from pydantic import Field
 
 from kubetrain.api import (
-    CleanPodPolicy,
-    FieldError,
     JobSpecBase,
     KindInfo,
     ReplicaSpec,
@@ -82,32 +80,6 @@ class ToyJobController(JobController[ToyJob]):
     kind = TOYJOB
     framework = "toy"
     extra_resources = (CONFIGMAPS,)
-
-    def default(self, job: ToyJob) -> ToyJob:
-        specs = {
-            rtype: spec.model_copy(
-                update={
-                    "replicas": 1 if spec.replicas is None else spec.replicas,
-                    "restart_policy": spec.restart_policy or RestartPolicy.NEVER,
-                }
-            )
-            for rtype, spec in job.replica_specs.items()
-        }
-        policy = job.run_policy
-        policy = policy.model_copy(
-            update={
-                "clean_pod_policy": policy.clean_pod_policy or CleanPodPolicy.NONE,
-                "suspend": bool(policy.suspend),
-            }
-        )
-        spec = job.spec.model_copy(update={"toy_replica_specs": specs, "run_policy": policy})
-        return job.model_copy(update={"spec": spec})
-
-    def validate(self, job: ToyJob) -> Sequence[FieldError]:
-        leader = job.replica_specs.get(LEADER)
-        if leader is not None and (leader.replicas or 0) > 1:
-            return [FieldError("spec.toyReplicaSpecs.Leader.replicas", "must be 0 or 1", "set replicas: 1")]
-        return []
 
     def configure_pod(self, job: ToyJob, rtype: str, index: int, pod: Obj) -> Obj:
         world = sum(spec.replicas or 0 for spec in job.replica_specs.values())

@@ -28,6 +28,8 @@ def hadolint() -> str:
 def example_images() -> set[str]:
     names = set()
     for path in (ROOT / "examples").rglob("*.yaml"):
+        if "operators" in path.relative_to(ROOT / "examples").parts:
+            continue  # an operator project of one's own: its images are its own (test_sleepjob_example)
         for image in re.findall(r"image:\s*(\S+)", path.read_text()):
             match = OURS.match(image)
             assert match, f"{path.name} names {image}, which no Containerfile builds"

@@ -1,0 +1,243 @@
+"""`Operator`: one object that runs JobControllers in a process, the way `kubetrain operator` runs its own.
+
+It connects to the cluster (a kubeconfig, `$KUBECONFIG`, `~/.kube/config`, or the in-cluster ServiceAccount),
+gives each controller an Event recorder, runs them under a `Manager` (shared informers, leader election on a
+Lease, `/healthz` `/readyz` `/metrics`), and stops cleanly on SIGTERM or SIGINT::
+
+    Operator([SleepJobController], OperatorConfig(health_address=("", 8081))).main()
+
+`kubetrain.common.run(SleepJobController)` does the same with the configuration read from command-line
+flags (`kubetrain.common.flags`). Subclasses adjust one step: `prepare` (checks before the manager starts)
+or `add_controller` (how a controller is built on the manager).
+
+Three API clients, each with its own rate limit: one for the controllers and informers, one for Events (as
+client-go's broadcaster has: Events never delay pod writes, nor wait behind them), one for leader election
+(Lease renewals never queue behind reconcile traffic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from kubetrain import __version__
+from kubetrain.common.errors import KubetrainError
+from kubetrain.common.events import EventRecorder, KubeEventRecorder
+from kubetrain.common.job import JobController, add_job_controller
+from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.common.leader import LeaderElectionConfig
+from kubetrain.common.manager import Manager
+from kubetrain.common.metrics import Metrics
+
+__all__ = ["Clients", "ConnectError", "Operator", "OperatorConfig"]
+
+log = logging.getLogger("kubetrain.operator")
+
+Address = tuple[str, int]
+_LEADER_QPS, _LEADER_BURST = 5.0, 10
+"""The leader-election client's own limiter: a renewal every retry period needs little."""
+
+
+class ConnectError(KubetrainError):
+    """No usable credentials for the API server; the message says where they were looked for."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperatorConfig:
+    """How an operator process runs; the defaults are those of `kubetrain operator`."""
+
+    kubeconfig: str | None = None
+    """None: the in-cluster ServiceAccount, else `$KUBECONFIG`, else `~/.kube/config`."""
+    context: str | None = None
+    namespaces: tuple[str, ...] | None = None
+    """The namespaces watched; None: every namespace."""
+    leader_election: LeaderElectionConfig | None = None
+    """None: no leader election (run a single replica)."""
+    health_address: Address | None = ("", 8081)
+    """`/healthz` `/readyz` `/metrics` (host "" is every address); None: no HTTP server."""
+    metrics_address: Address | None = None
+    """A second listener serving the same paths, for Prometheus; None: none."""
+    qps: float = 50.0
+    burst: int = 100
+    workers: int = 1
+    """Jobs of one kind reconciled at once."""
+    child_event_delay: float = 0.0
+    """Seconds a change of a job's pods waits, merging with other such changes, before it reconciles."""
+    shutdown_grace: float = 30.0
+    """Seconds in-flight reconciles get after SIGTERM."""
+    user_agent: str = f"kubetrain-operator/{__version__}"
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The operator's API clients, each with its own rate limit."""
+
+    api: KubeApiClient
+    leader: KubeApiClient | None
+    events: KubeApiClient
+
+
+class Operator:
+    """Runs `controllers` (JobController subclasses) in this process, configured by `config`."""
+
+    def __init__(
+        self,
+        controllers: Sequence[type[JobController[Any]]],
+        config: OperatorConfig | None = None,
+        *,
+        metrics: Metrics | None = None,
+    ) -> None:
+        if not controllers:
+            raise ValueError("an Operator needs at least one JobController subclass to run")
+        self.controllers = tuple(controllers)
+        self.config = config or OperatorConfig()
+        self.metrics = metrics or Metrics(CollectorRegistry())
+        """Every client counts its requests here; it is what /metrics serves."""
+        self.manager: Manager | None = None
+
+    def main(self) -> None:
+        """Run until SIGTERM or SIGINT, in a new event loop."""
+        asyncio.run(self.serve())
+
+    async def serve(self) -> None:
+        """Connect, `prepare`, build the manager and run it until a signal stops it, then close the clients.
+        Raises `ConnectError` without credentials, `LeadershipLost` when the Lease is lost, `OSError` when
+        an address cannot be bound, `RuntimeError` when an informer or recorder dies."""
+        started = time.monotonic()
+        stopper = _Signals()
+        opened: list[KubeApiClient] = []
+        try:
+            config = self.config
+            api = await self._connect(config.qps, config.burst, opened)
+            events = await self._connect(config.qps, config.burst, opened)
+            leader = None
+            if config.leader_election:
+                leader = await self._connect(_LEADER_QPS, _LEADER_BURST, opened)
+            clients = Clients(api, leader, events)
+            await self.prepare(clients)
+            manager = self.manager = self.build(clients)
+            stopper.target = manager.stop
+            manager.add_runnable(lambda: _announce_ready(manager, started))
+            await manager.run()
+        except asyncio.CancelledError:
+            log.info("stopped during start-up")
+        finally:
+            stopper.remove()
+            for client in opened:
+                await client.close()
+        log.info("operator stopped")
+
+    async def prepare(self, clients: Clients) -> None:
+        """Checks before the manager starts (the built-in operator lists what it watches). Default: none."""
+
+    def build(self, clients: Clients) -> Manager:
+        """The manager, with an Event recorder per kind and every controller added to it."""
+        config = self.config
+        manager = Manager(
+            clients.api,
+            metrics=self.metrics,
+            namespace=config.namespaces,
+            leader_election=config.leader_election,
+            leader_api=clients.leader,
+            http_address=config.health_address,
+            metrics_address=config.metrics_address,
+            shutdown_grace=config.shutdown_grace,
+        )
+        identity = config.leader_election.identity if config.leader_election else ""
+        for cls in self.controllers:
+            component = cls.kind.operator_name
+            self.metrics.event_recorder(component)
+            recorder = KubeEventRecorder(
+                clients.events,
+                component=component,
+                clock=manager.clock,
+                instance=identity,
+                on_drop=functools.partial(self.metrics.event_dropped, component),
+            )
+            manager.add_runnable(recorder.run)
+            self.add_controller(manager, cls, recorder)
+        return manager
+
+    def add_controller(
+        self, manager: Manager, cls: type[JobController[Any]], recorder: EventRecorder
+    ) -> None:
+        """Build one controller on `manager` (default: `add_job_controller` with the configured workers)."""
+        config = self.config
+        add_job_controller(
+            manager,
+            cls,
+            recorder=recorder,
+            workers=config.workers,
+            child_event_delay=config.child_event_delay,
+        )
+
+    async def _connect(self, qps: float, burst: int, opened: list[KubeApiClient]) -> KubeApiClient:
+        config = self.config
+        where = config.kubeconfig or "in-cluster ServiceAccount, $KUBECONFIG or ~/.kube/config"
+        try:
+            client = await KubeApiClient.connect(
+                config.kubeconfig,
+                context=config.context,
+                qps=qps,
+                burst=burst,
+                user_agent=config.user_agent,
+                metrics=self.metrics,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # the kubeconfig loader's own error types live below common.kube
+            reason = _missing_kubeconfig() if config.kubeconfig is None else None
+            raise ConnectError(f"no usable credentials ({where}): {reason or err}") from err
+        opened.append(client)
+        return client
+
+
+async def _announce_ready(manager: Manager, started: float) -> None:
+    """Log once when /readyz turns 200 (with the time since start-up began), then idle."""
+    await manager.wait_synced()
+    log.info("ready %.2f s after start-up began (caches synced)", time.monotonic() - started)
+    await asyncio.Event().wait()  # a runnable lives as long as the manager
+
+
+class _Signals:
+    """SIGTERM/SIGINT call `target`: at first, cancel start-up; once the manager runs, `manager.stop`."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self.target: Callable[[], Any] = task.cancel
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            # outside the main thread (an operator in a test's thread) there are no signals to handle
+            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                self._loop.add_signal_handler(sig, self._received, sig)
+
+    def _received(self, sig: signal.Signals) -> None:
+        log.info("received %s: stopping", sig.name)
+        self.target()
+
+    def remove(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(ValueError, RuntimeError):
+                self._loop.remove_signal_handler(sig)
+
+
+def _missing_kubeconfig() -> str | None:
+    """Why no kubeconfig was found outside a cluster, in plain words (the loader's message is cryptic)."""
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    paths = [Path(p).expanduser() for p in listed] or [Path("~/.kube/config").expanduser()]
+    if any(path.is_file() for path in paths):
+        return None
+    where = f"$KUBECONFIG={os.environ['KUBECONFIG']}" if listed else str(paths[0])
+    return f"not in a cluster, and {where} does not exist; pass --kubeconfig PATH"
