@@ -16,6 +16,7 @@ from kubetrain.common.kube.authn import (
     SUBJECT_ACCESS_REVIEWS,
     TOKEN_REVIEWS,
     AccessAuthorizer,
+    BearerGuard,
     Identity,
     NonResourceAccess,
     ResourceAccess,
@@ -139,3 +140,37 @@ async def test_resource_access_names_only_what_is_set() -> None:
 )
 def test_bearer_token(header: str | None, token: str | None) -> None:
     assert bearer_token(header) == token
+
+
+class TwoReviews(ScriptedApi):
+    """A TokenReview answered `token`, a SubjectAccessReview `access`."""
+
+    def __init__(self, token: Obj, access: Obj | Exception) -> None:
+        super().__init__(token)
+        self.access = access
+
+    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        if res is TOKEN_REVIEWS:
+            return await super().create(res, namespace, body)
+        if isinstance(self.access, Exception):
+            raise self.access
+        return {"status": self.access}
+
+
+@pytest.mark.parametrize(
+    ("header", "token", "access", "expected"),
+    [
+        (None, {"authenticated": True, "user": POD_SA}, {"allowed": True}, 401),
+        ("Basic dTpw", {"authenticated": True, "user": POD_SA}, {"allowed": True}, 401),
+        ("Bearer t", {"authenticated": False}, {"allowed": True}, 401),
+        ("Bearer t", {"authenticated": True, "user": POD_SA}, {"allowed": False}, 403),
+        ("Bearer t", {"authenticated": True, "user": POD_SA}, ServerError("down", status=503), 500),
+        ("Bearer t", {"authenticated": True, "user": POD_SA}, {"allowed": True}, None),
+    ],
+)
+async def test_bearer_guard_answers_as_controller_runtime(
+    header: str | None, token: Obj, access: Obj | Exception, expected: int | None
+) -> None:
+    api = TwoReviews(token, access)
+    guard = BearerGuard(authenticator(api, FakeClock()), AccessAuthorizer(api, clock=FakeClock()))  # type: ignore[arg-type]
+    assert await guard(header, "/metrics") == expected

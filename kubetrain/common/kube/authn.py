@@ -15,12 +15,15 @@ takes the `audiences` the token must be meant for (empty: the API server's own).
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Generic, TypeVar
 
 from kubetrain.common.clock import Clock, SystemClock
+from kubetrain.common.errors import ApiError
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import Obj, Resource
 
@@ -30,6 +33,7 @@ __all__ = [
     "SUBJECT_ACCESS_REVIEWS",
     "TOKEN_REVIEWS",
     "AccessAuthorizer",
+    "BearerGuard",
     "Identity",
     "NonResourceAccess",
     "ResourceAccess",
@@ -43,6 +47,8 @@ SUBJECT_ACCESS_REVIEWS = Resource(
 )
 POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
 POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
+
+log = logging.getLogger(__name__)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -217,3 +223,32 @@ class AccessAuthorizer:
         allowed = bool((review.get("status") or {}).get("allowed"))
         self._cache.put(key, allowed, self._allow_ttl if allowed else self._deny_ttl)
         return allowed
+
+
+class BearerGuard:
+    """controller-runtime's `filters.WithAuthenticationAndAuthorization` for one endpoint's requests.
+
+    Called with the request's Authorization header and path: None when the caller may GET the path (as a
+    nonResourceURL), else the status to answer: 401 without a token or with one the API server does not
+    accept, 403 when RBAC does not allow it, 500 when the API server could not be asked.
+    """
+
+    def __init__(self, authenticator: TokenAuthenticator, authorizer: AccessAuthorizer) -> None:
+        self._authn = authenticator
+        self._authz = authorizer
+
+    async def __call__(self, authorization: str | None, path: str) -> HTTPStatus | None:
+        token = bearer_token(authorization)
+        if token is None:
+            return HTTPStatus.UNAUTHORIZED
+        try:
+            who = await self._authn.authenticate(token)
+            if who is None:
+                return HTTPStatus.UNAUTHORIZED
+            if await self._authz.allowed(who, NonResourceAccess(path)):
+                return None
+        except ApiError as err:
+            log.warning("cannot check a request for %s with the API server: %s", path, err)
+            return HTTPStatus.INTERNAL_SERVER_ERROR
+        log.debug("%s may not get %s", who.username, path)
+        return HTTPStatus.FORBIDDEN
