@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 from kubetrain import __version__
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.cli.operator_logs import configure_logging
+from kubetrain.cli.operator_metrics import MetricsSecurity, MetricsSetupError, metrics_security
 from kubetrain.cli.operator_options import OperatorOptions
 from kubetrain.common.errors import (
     ApiError,
@@ -103,7 +104,8 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
         if options.leader_election:
             leader_api = await _connect(options, _LEADER_QPS, _LEADER_BURST, metrics)
         await _preflight(api, leader_api, controllers, options)
-        manager = _build(options, Clients(api, leader_api, events_api), controllers, metrics)
+        security = await metrics_security(options, api)
+        manager = _build(options, Clients(api, leader_api, events_api), controllers, metrics, security)
         stopper.target = manager.stop
         manager.add_runnable(lambda: _announce_ready(manager, started))
         log.info("starting: %s", _summary(options))
@@ -113,6 +115,8 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
     except LeadershipLost as err:
         message = f"{err}; exiting so that a new process campaigns afresh"
         raise OperatorFailure(ExitCode.FAILED, message, startup=False) from err
+    except MetricsSetupError as err:
+        raise OperatorFailure(err.code, f"cannot serve /metrics over HTTPS: {err}") from err
     except OSError as err:
         message = f"cannot listen on the health or metrics address: {err}"
         raise OperatorFailure(ExitCode.FAILED, message) from err
@@ -266,7 +270,13 @@ class Clients:
     events: KubeApiClient
 
 
-def _build(options: OperatorOptions, clients: Clients, controllers: Controllers, metrics: Metrics) -> Manager:
+def _build(
+    options: OperatorOptions,
+    clients: Clients,
+    controllers: Controllers,
+    metrics: Metrics,
+    security: MetricsSecurity,
+) -> Manager:
     manager = Manager(
         clients.api,
         metrics=metrics,
@@ -275,6 +285,8 @@ def _build(options: OperatorOptions, clients: Clients, controllers: Controllers,
         leader_api=clients.leader,
         http_address=options.health_address,
         metrics_address=options.metrics_address,
+        metrics_guard=security.guard,
+        metrics_tls=security.tls,
         shutdown_grace=options.shutdown_grace,
     )
     identity = options.leader_election.identity if options.leader_election else ""
@@ -310,7 +322,8 @@ def _summary(options: OperatorOptions) -> str:
         f"gang={options.settings.gang_scheduler or 'none'}",
         f"leader-election={lease}",
         f"health={_address(options.health_address)}",
-        f"metrics={_address(options.metrics_address)}",
+        f"metrics={_address(options.metrics_address)}"
+        + (" (https, authorized)" if options.metrics_secure and options.metrics_address else ""),
         f"qps={options.qps:g} burst={options.burst} workers={options.workers}",
     )
     return " ".join(parts)

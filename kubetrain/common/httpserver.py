@@ -114,6 +114,7 @@ class HealthServer:
     `timeout`: the seconds one request and its response may take on a connection, idle time included.
     `max_connections` / `per_peer`: connections open at once, in all and from one address.
     `guard`: checked before /metrics is served (None: open). `ssl_context`: serve HTTPS.
+    `serve_metrics`: False for a probe listener beside a guarded metrics listener (/metrics is then 404).
     """
 
     def __init__(
@@ -126,11 +127,13 @@ class HealthServer:
         per_peer: int = 8,
         guard: Guard | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        serve_metrics: bool = True,
     ) -> None:
         self._registry = registry
         self._ready = ready
         self._timeout = timeout
         self._guard = guard
+        self._paths = ("/healthz", "/readyz", "/metrics") if serve_metrics else ("/healthz", "/readyz")
         self._ssl = ssl_context
         self._peers = _Peers(per_peer, max_connections)
         self._server: asyncio.Server | None = None
@@ -200,7 +203,7 @@ class HealthServer:
 
     async def _route(self, request: h11.Request) -> _Response:
         path = _path_of(request.target)
-        if path not in ("/healthz", "/readyz", "/metrics"):
+        if path not in self._paths:
             return _error(HTTPStatus.NOT_FOUND)
         if request.method not in (b"GET", b"HEAD"):
             return _error(HTTPStatus.METHOD_NOT_ALLOWED)

@@ -84,3 +84,11 @@ async def test_metrics_are_served_only_past_the_guard() -> None:
     assert (refused.status, served.status, probe.status) == (403, 200, 200)
     assert b"kubetrain_test_pings_total" in served.body and b"kubetrain" not in refused.body
     assert seen == [("Bearer bad", "/metrics"), ("Bearer good", "/metrics")], "probes are not guarded"
+
+
+async def test_a_probe_listener_beside_a_guarded_metrics_one_does_not_serve_metrics() -> None:
+    async with serving(serve_metrics=False) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        with contextlib.closing(writer):
+            assert (await exchange(reader, writer, get("/metrics"))).status == 404
+            assert (await exchange(reader, writer, get("/healthz"))).status == 200
