@@ -35,13 +35,13 @@ import contextlib
 import re
 import socket
 import ssl
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 from kubetrain.common.errors import TransportError
 from kubetrain.common.kube.httpmessage import BROKEN, Conn, Response, describe, read_response
+from kubetrain.common.kube.httppool import Pool
 from kubetrain.common.kube.proxy import Proxy
 
 __all__ = ["HttpClient", "Response"]
@@ -122,20 +122,14 @@ class HttpClient:
         self._server_name = server_name or self._host
         self._proxy = Proxy.parse(proxy) if isinstance(proxy, str) else proxy
         self._proxy_tls = (ssl_context or ssl.create_default_context()) if self._proxy else None
-        self._limit = limit
-        self._idle_timeout = idle_timeout_s
-        self._held = 0  # request slots taken: open connections and those being opened
-        self._waiters: deque[asyncio.Future[Conn | None]] = deque()
-        self._idle: list[Conn] = []
-        self._open: set[Conn] = set()  # counted against the limit
+        self._pool = Pool(limit, idle_timeout_s)
         self._streams: set[Conn] = set()
         self._closed = False
 
     async def close(self) -> None:
         """Close every connection, idle or in use. Idempotent."""
         self._closed = True
-        conns, self._idle = [*self._open, *self._streams], []
-        for conn in conns:
+        for conn in [*self._pool.close(), *self._streams]:
             self._drop(conn)
         await asyncio.sleep(0)  # the transports release their sockets on the loop's next turn
 
@@ -205,40 +199,17 @@ class HttpClient:
         lines = [f"{method} {target} HTTP/1.1", *_header_lines(fields)]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
-    def _pooled(self) -> Conn | None:
-        now = asyncio.get_running_loop().time()
-        while self._idle:
-            conn = self._idle.pop()
-            if conn.usable() and now - conn.idle_since < self._idle_timeout:
-                conn.reused = True
-                return conn
-            self._drop(conn)
-        return None
-
     async def _acquire(self, what: str, seconds: float | None) -> Conn:
         if self._closed:
             raise TransportError(f"{what}: the client is closed")
-        if (conn := self._pooled()) is not None:
+        if (conn := await self._pool.take()) is not None:
             return conn
-        if self._held >= self._limit:
-            waiter: asyncio.Future[Conn | None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                handed = await waiter
-            except BaseException:
-                self._cancel_wait(waiter)
-                raise
-            if handed is not None:
-                handed.reused = True
-                return handed
-        else:
-            self._held += 1
         try:
             conn = await self._new_conn(what, seconds)
         except BaseException:
-            self._free_slot()
+            self._pool.free_slot()
             raise
-        self._open.add(conn)
+        self._pool.add(conn)
         return conn
 
     async def _open_stream(self, what: str, seconds: float | None) -> Conn:
@@ -288,44 +259,11 @@ class HttpClient:
             raise ConnectionError(f"the proxy answered {resp.status} to CONNECT {target}")
 
     def _release(self, conn: Conn, *, keep: bool) -> None:
-        if conn in self._streams:
-            self._streams.discard(conn)
-            conn.close()
-            return
-        if not (keep and not self._closed and conn.usable()):
+        if keep and not self._closed and conn.usable() and conn not in self._streams:
+            self._pool.give_back(conn)
+        else:
             self._drop(conn)
-            return
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(conn)  # handed over, still counted: no new handshake for the waiter
-                return
-        conn.idle_since = asyncio.get_running_loop().time()
-        self._idle.append(conn)
 
     def _drop(self, conn: Conn) -> None:
         self._streams.discard(conn)
-        if conn in self._open:
-            self._open.discard(conn)
-            self._free_slot()
-        conn.close()
-
-    def _free_slot(self) -> None:
-        """A slot is freed: the first waiter takes it (and opens a connection), else it is given back."""
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self._held -= 1
-
-    def _cancel_wait(self, waiter: asyncio.Future[Conn | None]) -> None:
-        """A waiter gave up: what it was handed (a connection or a slot) goes to the next one."""
-        if waiter in self._waiters:
-            self._waiters.remove(waiter)
-        elif waiter.done() and not waiter.cancelled():
-            handed = waiter.result()
-            if handed is None:
-                self._free_slot()
-            else:
-                self._release(handed, keep=True)
+        self._pool.drop(conn)
