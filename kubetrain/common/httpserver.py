@@ -27,14 +27,16 @@ import email.utils
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import h11
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+if TYPE_CHECKING:  # imported at the first scrape: a thread pool is not needed at rest
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["Guard", "HealthServer"]
 
@@ -222,6 +224,8 @@ class HealthServer:
             if refused is not None:
                 return _error(refused)
         if self._renderer is None:
+            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
             self._renderer = ThreadPoolExecutor(1, thread_name_prefix="metrics")
         loop = asyncio.get_running_loop()  # one scrape rendered at a time, off the event loop
         body = await loop.run_in_executor(self._renderer, generate_latest, self._registry)

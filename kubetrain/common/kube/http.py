@@ -10,8 +10,9 @@ the cost: bench/http_parsers.py).
 What it does:
 - Keep-alive connections, pooled per client (the last returned is reused first; at most `limit` open
   for requests). A connection given back while others wait for a slot goes straight to a waiter.
-- Streams (`stream=True`: watches) get a connection of their own, not counted against `limit`, so any
-  number of watches never starve requests. It is closed when the stream ends.
+- Streams (`stream=True`: watches) hold a connection not counted against `limit`, so any number of
+  watches never starve requests: an idle pooled one when there is one, else a new one; it goes back to
+  the pool when the stream ends cleanly and a slot is free (`kubetrain.common.kube.httppool`).
 - A pooled connection idle for `idle_timeout_s`, or one the server has closed, is never reused. TCP
   keepalive probes every 30 s keep a long-quiet connection (a watch) alive through middleboxes and find
   a dead peer.
@@ -215,7 +216,7 @@ class HttpClient:
     async def _open_stream(self, what: str, seconds: float | None) -> Conn:
         if self._closed:
             raise TransportError(f"{what}: the client is closed")
-        conn = await self._new_conn(what, seconds)
+        conn = self._pool.detach() or await self._new_conn(what, seconds)
         self._streams.add(conn)
         return conn
 
@@ -259,7 +260,12 @@ class HttpClient:
             raise ConnectionError(f"the proxy answered {resp.status} to CONNECT {target}")
 
     def _release(self, conn: Conn, *, keep: bool) -> None:
-        if keep and not self._closed and conn.usable() and conn not in self._streams:
+        reusable = keep and not self._closed and conn.usable()
+        if conn in self._streams:
+            self._streams.discard(conn)
+            if not (reusable and self._pool.adopt(conn)):
+                conn.close()
+        elif reusable:
             self._pool.give_back(conn)
         else:
             self._drop(conn)

@@ -3,7 +3,10 @@
 A request takes an idle connection if one is fresh (not closed by the server, idle less than
 `idle_timeout` seconds), else a slot to open a new one; with every slot taken it waits. A connection
 given back while requests wait goes straight to the first of them (no new handshake for it); one closed
-frees its slot for the first waiter. Streams (watches) are not pooled: `HttpClient` keeps them apart.
+frees its slot for the first waiter. Streams (watches) are not counted: `HttpClient` keeps them apart, but
+a stream starts on an idle connection when there is one (`detach`), and its connection comes back to the
+pool when it ends cleanly and a slot is free (`adopt`): each TLS connection holds about 250 KiB (asyncio's
+SSL buffer among it), which an idle operator's 20-odd watches would otherwise double.
 """
 
 from __future__ import annotations
@@ -46,6 +49,23 @@ class Pool:
 
     def add(self, conn: Conn) -> None:
         self.open.add(conn)
+
+    def detach(self) -> Conn | None:
+        """A fresh idle connection taken out of the pool, its slot freed (for a stream), or None."""
+        conn = self._pooled()
+        if conn is not None:
+            self.open.discard(conn)
+            self.free_slot()
+        return conn
+
+    def adopt(self, conn: Conn) -> bool:
+        """Take a stream's connection, its stream read to the end, into the pool if a slot is free."""
+        if self._held >= self._limit or self._waiters:
+            return False
+        self._held += 1
+        self.open.add(conn)
+        self.give_back(conn)
+        return True
 
     def give_back(self, conn: Conn) -> None:
         """A connection whose response was read to its end and that may carry another request."""
