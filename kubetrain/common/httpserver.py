@@ -146,7 +146,10 @@ class HealthServer:
 
     async def start(self, host: str, port: int) -> None:
         self._stopping = False
-        self._server = await asyncio.start_server(self._serve, host, port, ssl=self._ssl)
+        handshake = self._timeout if self._ssl else None  # a silent TLS client goes within `timeout` too
+        self._server = await asyncio.start_server(
+            self._serve, host, port, ssl=self._ssl, ssl_handshake_timeout=handshake
+        )
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
