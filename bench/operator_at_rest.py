@@ -58,7 +58,8 @@ def at_rest(samples: int) -> list[float]:
     """VmRSS (MiB) of a running, ready, idle operator, sampled once a second."""
     with ControlPlane() as plane, tempfile.TemporaryDirectory() as tmp:
         plane.kubectl("apply", "-f", str(ROOT / "manifests" / "crds"))
-        with OperatorProcess(plane.kubeconfig, ["--no-leader-elect"], workdir=Path(tmp)) as op:
+        args = ["--no-leader-elect", "--metrics-secure"]  # the shipped default: HTTPS, scrapes checked
+        with OperatorProcess(plane.kubeconfig, args, workdir=Path(tmp)) as op:
             op.wait_ready()
             time.sleep(2.0)  # informers listed and watching; nothing else to do
             found = []

@@ -41,7 +41,7 @@ REPO = BENCH_DIR.parent
 OPERATOR_CMD = (
     "{python} -m kubetrain.cli operator --kubeconfig {kubeconfig} --no-leader-elect "
     "--health-probe-bind-address 127.0.0.1:{port} --metrics-bind-address 127.0.0.1:{port2} "
-    "--log-format text --log-level warning"
+    "--metrics-secure=false --log-format text --log-level warning"  # the histogram read over plain HTTP
 )
 OPERATOR_METRICS = "http://127.0.0.1:{port2}/metrics"
 OPERATOR_READY = "url:http://127.0.0.1:{port}/readyz"

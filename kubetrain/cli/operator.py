@@ -252,6 +252,19 @@ def _endpoint_flags(group: argparse._ArgumentGroup) -> None:
         metavar="[HOST]:PORT",
         help="a second listener for /metrics, the port Prometheus scrapes; 0 disables (default: %(default)s)",
     )
+    group.add_argument(
+        "--metrics-secure",
+        action=BoolFlag,
+        default=True,
+        help="serve /metrics over HTTPS, each scrape authenticated by TokenReview and authorized by "
+        "SubjectAccessReview (get on the nonResourceURL /metrics); --metrics-secure=false serves plain, "
+        "open HTTP (default: true)",
+    )
+    group.add_argument(
+        "--metrics-cert-path",
+        metavar="DIR",
+        help="directory holding tls.crt and tls.key for /metrics (default: a self-signed pair made at start)",
+    )
 
 
 def _log_flags(group: argparse._ArgumentGroup) -> None:

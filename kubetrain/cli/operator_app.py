@@ -45,6 +45,7 @@ from kubetrain.common.job import JobController
 from kubetrain.common.kube.resources import LEASES, Resource
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.manager import Manager
+from kubetrain.common.metricsauth import MetricsSetupError
 from kubetrain.common.operator import Clients, ConnectError, Operator, OperatorConfig
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 from kubetrain.controllers.settings import ConfiguredJobController, add_controller
@@ -92,6 +93,9 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
     except LeadershipLost as err:
         message = f"{err}; exiting so that a new process campaigns afresh"
         raise OperatorFailure(ExitCode.FAILED, message, startup=False) from err
+    except MetricsSetupError as err:
+        code = ExitCode.USAGE if err.usage else ExitCode.FAILED
+        raise OperatorFailure(code, f"cannot serve /metrics over HTTPS: {err}") from err
     except OSError as err:
         message = f"cannot listen on the health or metrics address: {err}"
         raise OperatorFailure(ExitCode.FAILED, message) from err
@@ -111,6 +115,8 @@ class _BuiltinOperator(Operator):
             leader_election=options.leader_election,
             health_address=options.health_address,
             metrics_address=options.metrics_address,
+            metrics_secure=options.metrics_secure,
+            metrics_cert_path=options.metrics_cert_path,
             qps=options.qps,
             burst=options.burst,
             workers=options.workers,
@@ -223,7 +229,8 @@ def _summary(options: OperatorOptions) -> str:
         f"gang={options.settings.gang_scheduler or 'none'}",
         f"leader-election={lease}",
         f"health={_address(options.health_address)}",
-        f"metrics={_address(options.metrics_address)}",
+        f"metrics={_address(options.metrics_address)}"
+        + (" (https, authorized)" if options.metrics_secure and options.metrics_address else ""),
         f"qps={options.qps:g} burst={options.burst} workers={options.workers}",
     )
     return " ".join(parts)

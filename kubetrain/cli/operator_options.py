@@ -118,6 +118,10 @@ class OperatorOptions:
     leader_election: LeaderElectionConfig | None = None
     health_address: Address | None = ("", 8081)
     metrics_address: Address | None = ("", 8080)
+    metrics_secure: bool = True
+    """HTTPS, each scrape checked by TokenReview and SubjectAccessReview (controller-runtime's default)."""
+    metrics_cert_path: str | None = None
+    """A directory with tls.crt and tls.key; None: a self-signed pair made at start."""
     log_format: LogFormat = DEFAULTS.log_format
     log_level: str = DEFAULTS.log_level
     shutdown_grace: float = DEFAULTS.shutdown_grace
@@ -193,6 +197,8 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
         leader_election=_election(args, env) if args.leader_elect else None,
         health_address=parse_address("--health-probe-bind-address", args.health_probe_bind_address),
         metrics_address=parse_address("--metrics-bind-address", args.metrics_bind_address),
+        metrics_secure=bool(args.metrics_secure),
+        metrics_cert_path=args.metrics_cert_path,
         log_format=LogFormat(args.log_format),
         log_level=args.log_level,
         shutdown_grace=float(args.shutdown_grace),

@@ -5,6 +5,7 @@
     --leader-elect  --leader-election-namespace NS  --leader-election-id NAME
     --health-probe-bind-address [HOST]:PORT   /healthz /readyz /metrics (default :8081; 0: off)
     --metrics-bind-address [HOST]:PORT        a second listener for Prometheus (default 0: off)
+    --metrics-secure=true|false  --metrics-cert-path DIR   HTTPS with each scrape checked (default true)
     --workers N  --log-level LEVEL
 
 The flag names are controller-runtime's, so a Deployment written for a kubebuilder operator reads the
@@ -25,6 +26,7 @@ from kubetrain.common.errors import LeadershipLost
 from kubetrain.common.job import JobController
 from kubetrain.common.leader import LeaderElectionConfig, default_identity
 from kubetrain.common.logs import ContextFilter
+from kubetrain.common.metricsauth import MetricsSetupError
 from kubetrain.common.operator import Address, ConnectError, Operator, OperatorConfig
 
 __all__ = ["config_from_args", "operator_parser", "parse_address", "run"]
@@ -50,7 +52,7 @@ def run(
     _configure_logging(args.log_level)
     try:
         Operator(controllers, config).main()
-    except (ConnectError, LeadershipLost, OSError, RuntimeError) as err:
+    except (ConnectError, LeadershipLost, MetricsSetupError, OSError, RuntimeError) as err:
         log.error("operator stopped: %s", err)
         return 1
     return 0
@@ -68,6 +70,15 @@ def operator_parser(*, prog: str | None = None, description: str | None = None) 
     add("--leader-election-id", help="the Lease's name (default: the first kind's operator name)")
     add("--health-probe-bind-address", default=":8081", help="[HOST]:PORT of /healthz /readyz; 0: off")
     add("--metrics-bind-address", default="0", help="[HOST]:PORT of a second /metrics listener; 0: off")
+    add(
+        "--metrics-secure",
+        type=_bool,
+        default=True,
+        metavar="true|false",
+        help="serve --metrics-bind-address over HTTPS, each scrape checked by TokenReview and "
+        "SubjectAccessReview (default: true)",
+    )
+    add("--metrics-cert-path", metavar="DIR", help="tls.crt and tls.key for /metrics (default: self-signed)")
     add("--workers", type=int, default=1, help="jobs of each kind reconciled at once")
     add("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return parser
@@ -85,8 +96,18 @@ def config_from_args(args: argparse.Namespace, *, lease_name: str) -> OperatorCo
         leader_election=_election(args, lease_name) if args.leader_elect else None,
         health_address=parse_address("--health-probe-bind-address", args.health_probe_bind_address),
         metrics_address=parse_address("--metrics-bind-address", args.metrics_bind_address),
+        metrics_secure=args.metrics_secure,
+        metrics_cert_path=args.metrics_cert_path,
         workers=args.workers,
     )
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: write true or false")
 
 
 def parse_address(flag: str, text: str) -> Address | None:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.controller import Controller
-from kubetrain.common.httpserver import HealthServer
+from kubetrain.common.httpserver import Guard, HealthServer
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.informer import Informer
 from kubetrain.common.kube.multinamespace import MultiNamespaceInformer
@@ -65,6 +66,8 @@ class Manager:
         leader_api: ApiClient | None = None,
         http_address: tuple[str, int] | None = ("0.0.0.0", 8081),
         metrics_address: tuple[str, int] | None = None,
+        metrics_guard: Guard | None = None,
+        metrics_tls: ssl.SSLContext | None = None,
         shutdown_grace: float = 30.0,
     ) -> None:
         self.api = api
@@ -83,9 +86,15 @@ class Manager:
         )
         lease = leader_election.name if leader_election else None
         self._lease_gauge = self.metrics.leader_status.labels(lease) if lease else None
-        self._server = HealthServer(self.registry, self.is_ready) if http_address else None
+        # a guarded /metrics is not also served, unguarded, on the probe port
+        probes = HealthServer(self.registry, self.is_ready, serve_metrics=metrics_guard is None)
+        self._server = probes if http_address else None
         self._http_address = http_address
-        self._metrics_server = HealthServer(self.registry, self.is_ready) if metrics_address else None
+        self._metrics_server = (
+            HealthServer(self.registry, self.is_ready, guard=metrics_guard, ssl_context=metrics_tls)
+            if metrics_address
+            else None
+        )
         self._metrics_address = metrics_address
         self._grace = shutdown_grace
         self._stop = asyncio.Event()

@@ -39,6 +39,7 @@ from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.leader import LeaderElectionConfig
 from kubetrain.common.manager import Manager
 from kubetrain.common.metrics import Metrics
+from kubetrain.common.metricsauth import MetricsSecurity, metrics_security
 
 __all__ = ["Clients", "ConnectError", "Operator", "OperatorConfig"]
 
@@ -67,7 +68,13 @@ class OperatorConfig:
     health_address: Address | None = ("", 8081)
     """`/healthz` `/readyz` `/metrics` (host "" is every address); None: no HTTP server."""
     metrics_address: Address | None = None
-    """A second listener serving the same paths, for Prometheus; None: none."""
+    """A second listener for Prometheus; None: none."""
+    metrics_secure: bool = True
+    """The metrics listener serves HTTPS, each scrape checked by TokenReview and SubjectAccessReview
+    (`kubetrain.common.metricsauth`); False: plain, open HTTP, and the probe listener serves /metrics too."""
+    metrics_cert_path: str | None = None
+    """A directory with tls.crt and tls.key for the metrics listener; None: a self-signed pair made at
+    start."""
     qps: float = 50.0
     burst: int = 100
     workers: int = 1
@@ -112,7 +119,8 @@ class Operator:
 
     async def serve(self) -> None:
         """Connect, `prepare`, build the manager and run it until a signal stops it, then close the clients.
-        Raises `ConnectError` without credentials, `LeadershipLost` when the Lease is lost, `OSError` when
+        Raises `ConnectError` without credentials, `MetricsSetupError` without a metrics certificate,
+        `LeadershipLost` when the Lease is lost, `OSError` when
         an address cannot be bound, `RuntimeError` when an informer or recorder dies."""
         started = time.monotonic()
         stopper = _Signals()
@@ -126,7 +134,12 @@ class Operator:
                 leader = await self._connect(_LEADER_QPS, _LEADER_BURST, opened)
             clients = Clients(api, leader, events)
             await self.prepare(clients)
-            manager = self.manager = self.build(clients)
+            security = await metrics_security(
+                secure=config.metrics_secure and config.metrics_address is not None,
+                cert_path=config.metrics_cert_path,
+                api=api,
+            )
+            manager = self.manager = self.build(clients, security)
             stopper.target = manager.stop
             manager.add_runnable(lambda: _announce_ready(manager, started))
             await manager.run()
@@ -141,8 +154,10 @@ class Operator:
     async def prepare(self, clients: Clients) -> None:
         """Checks before the manager starts (the built-in operator lists what it watches). Default: none."""
 
-    def build(self, clients: Clients) -> Manager:
-        """The manager, with an Event recorder per kind and every controller added to it."""
+    def build(self, clients: Clients, security: MetricsSecurity | None = None) -> Manager:
+        """The manager, with an Event recorder per kind and every controller added to it; `security`
+        guards the metrics listener (default: open, plain HTTP)."""
+        security = security or MetricsSecurity()
         config = self.config
         manager = Manager(
             clients.api,
@@ -152,6 +167,8 @@ class Operator:
             leader_api=clients.leader,
             http_address=config.health_address,
             metrics_address=config.metrics_address,
+            metrics_guard=security.guard,
+            metrics_tls=security.tls,
             shutdown_grace=config.shutdown_grace,
         )
         identity = config.leader_election.identity if config.leader_election else ""

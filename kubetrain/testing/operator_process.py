@@ -9,8 +9,10 @@ RBAC is enforced), the preflight, leader election, the HTTP endpoints, JSON logs
         ...  # submit jobs with kubectl; read op.metrics(), op.log_records()
     assert op.exit_code == 0
 
-The health and metrics listeners get free loopback ports. The process runs in its own session and dies
-with the test process (see `kubetrain.testing.process`). Stdlib-only, like the rest of kubetrain.testing.
+The health and metrics listeners get free loopback ports. /metrics is plain HTTP unless `args` set
+`--metrics-secure` (then HTTPS with a self-signed certificate: `metrics(token=...)`). The process runs
+in its own session and dies with the test process (see `kubetrain.testing.process`). Stdlib-only, like
+the rest of kubetrain.testing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import sys
 import time
 import urllib.error
@@ -46,6 +49,7 @@ class OperatorProcess:
     ) -> None:
         self.health_port = free_port()
         self.metrics_port = free_port()
+        self.metrics_secure = any(a.startswith("--metrics-secure") and not a.endswith("=false") for a in args)
         self.log_path = workdir / f"{name}.log"
         self.argv = [
             sys.executable, "-m", "kubetrain.cli", "operator",
@@ -53,6 +57,7 @@ class OperatorProcess:
             f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
             "--log-format=json",
+            *([] if self.metrics_secure else ["--metrics-secure=false"]),
             *args,
         ]  # fmt: skip
         self._name = name
@@ -121,23 +126,34 @@ class OperatorProcess:
         self.stop()
 
     # looking inside -------------------------------------------------------------------------------------
-    def get(self, path: str, *, port: int | None = None) -> tuple[int, str]:
-        """GET `path` on the health port (or `port`): (status, body); (0, reason) when nothing answers."""
-        url = f"http://127.0.0.1:{port or self.health_port}{path}"
+    def get(
+        self, path: str, *, port: int | None = None, tls: bool = False, token: str | None = None
+    ) -> tuple[int, str]:
+        """GET `path` on the health port (or `port`): (status, body); (0, reason) when nothing answers.
+
+        `tls`: over HTTPS, the certificate unchecked (the operator's own is self-signed); `token`: sent as
+        a bearer token."""
+        url = f"{'https' if tls else 'http'}://127.0.0.1:{port or self.health_port}{path}"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+        context = ssl._create_unverified_context() if tls else None
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5, context=context) as response:
                 return int(response.status), response.read().decode()
         except urllib.error.HTTPError as err:
             return int(err.code), err.read().decode()
         except OSError as err:
             return 0, str(err)
 
-    def metrics(self) -> str:
-        """The Prometheus text of the metrics port."""
-        status, body = self.get("/metrics", port=self.metrics_port)
+    def metrics(self, token: str | None = None) -> str:
+        """The Prometheus text of the metrics port (with `token` when it is served securely)."""
+        status, body = self.scrape(token)
         if status != 200:
             raise AssertionError(f"/metrics answered {status}: {body}")
         return body
+
+    def scrape(self, token: str | None = None) -> tuple[int, str]:
+        """(status, body) of GET /metrics on the metrics port, over HTTPS when it is served so."""
+        return self.get("/metrics", port=self.metrics_port, tls=self.metrics_secure, token=token)
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

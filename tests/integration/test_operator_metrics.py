@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.common.metrics import RECONCILE_RESULTS
@@ -23,6 +24,9 @@ from kubetrain.testing.process import wait_until
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
+METRICS_RBAC = ROOT / "manifests" / "base" / "rbac" / "metrics.yaml"
+ROLE = "kubetrain-metrics-reader"
 CONTROLLER = "tfjob-controller"
 LEASE = "kubetrain-metrics"
 TFJOB = {
@@ -201,3 +205,35 @@ def test_failed_creates_count_as_errors_retries_and_403s(
         )
 
     wait_until("403s, reconcile errors and retries counted", troubled, timeout=60)
+
+
+def test_a_secure_metrics_endpoint_serves_only_scrapers_rbac_lets_read_it(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """As controller-runtime's metrics server: HTTPS, a TokenReview for the bearer token, then a
+    SubjectAccessReview for GET /metrics. The reader role is the shipped kubetrain-metrics-reader."""
+    install_crds(control_plane)
+    reader = next(
+        doc for doc in yaml.safe_load_all(METRICS_RBAC.read_text()) if doc["metadata"]["name"] == ROLE
+    )
+    control_plane.kubectl("apply", "-f", "-", input=json.dumps(reader))
+    for account in ("scraper", "stranger"):
+        control_plane.kubectl("create", "serviceaccount", account, namespace=namespace)
+    control_plane.kubectl(
+        "create", "clusterrolebinding", f"{namespace}-scraper", f"--clusterrole={ROLE}",
+        f"--serviceaccount={namespace}:scraper",
+    )  # fmt: skip
+    token = {
+        account: control_plane.kubectl("create", "token", account, namespace=namespace).stdout.strip()
+        for account in ("scraper", "stranger")
+    }
+    args = ["--metrics-secure", f"--namespace={namespace}", "--enable=tfjob", "--leader-elect=false"]
+    with OperatorProcess(control_plane.kubeconfig, args, workdir=tmp_path) as op:
+        op.wait_ready()
+        assert op.scrape()[0] == 401, "no token"
+        assert op.scrape("not-a-token")[0] == 401
+        assert op.scrape(token["stranger"])[0] == 403, "a valid token without the role"
+        status, body = op.scrape(token["scraper"])
+        assert status == 200 and "controller_runtime_reconcile_total" in body
+        assert op.get("/healthz")[0] == 200, "the probes need no token"
+    control_plane.kubectl("delete", "clusterrolebinding", f"{namespace}-scraper")

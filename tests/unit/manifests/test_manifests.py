@@ -157,7 +157,7 @@ def test_the_operator_cannot_read_any_secret(overlay: str) -> None:
 def test_leases_are_granted_only_in_the_operators_namespace(rendered: tuple[str, list[Obj]]) -> None:
     _, objects = rendered
     for holder, rule in rules(objects):
-        if "leases" in rule["resources"]:
+        if "leases" in rule.get("resources", ()):
             assert holder.startswith("Role "), f"{holder} grants leases cluster-wide"
     role = one(objects, "Role", "kubetrain-operator-leader-election")
     deployment = one(objects, "Deployment", "kubetrain-operator")
@@ -256,7 +256,7 @@ def test_gang_overlays_pass_the_scheduler_and_grant_its_podgroups(
 
 def test_the_default_install_grants_no_podgroups() -> None:
     objects = render(OVERLAYS["base"])
-    assert not [rule for _, rule in rules(objects) if "podgroups" in rule["resources"]]
+    assert not [rule for _, rule in rules(objects) if "podgroups" in rule.get("resources", ())]
     assert not [a for a in operator_container(objects)["args"] if a.startswith("--gang-scheduler-name")]
 
 
@@ -310,3 +310,19 @@ def test_the_deployment_flags_mean_what_the_overlay_says(overlay: str) -> None:
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert options.health_address == ("", ports["health"])
     assert options.metrics_address == ("", ports["metrics"])
+
+
+def test_scrapes_of_metrics_are_checked_where_the_install_may_and_readers_have_a_role() -> None:
+    base = render(OVERLAYS["base"])
+    granted = {
+        (rule["apiGroups"][0], rule["resources"][0]) for _, rule in rules(base) if "create" in rule["verbs"]
+    }
+    assert {
+        ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+    } <= granted
+    reader = one(base, "ClusterRole", "kubetrain-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert "--metrics-secure=false" not in operator_container(base)["args"]
+    namespaced = render(OVERLAYS["namespaced"])
+    assert "--metrics-secure=false" in operator_container(namespaced)["args"], "no TokenReview rights there"
