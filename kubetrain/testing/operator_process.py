@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -30,6 +31,9 @@ from typing import Any
 from kubetrain.testing.process import ComponentProcess, free_port, wait_until
 
 __all__ = ["OperatorProcess"]
+
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 class OperatorProcess:
@@ -138,6 +142,17 @@ class OperatorProcess:
         if status != 200:
             raise AssertionError(f"/metrics answered {status}: {body}")
         return body
+
+    def sample(self, name: str, **labels: str) -> float:
+        """The sum of the samples `name` (e.g. `kubetrain_jobs_skipped_total`) of /metrics whose labels
+        include `labels`; 0 when there is none."""
+        total = 0.0
+        for line in self.metrics().splitlines():
+            found = _SAMPLE.match(line)
+            if found and found["name"] == name:
+                have = dict(_LABEL.findall(found["labels"] or ""))
+                total += float(found["value"]) if labels.items() <= have.items() else 0.0
+        return total
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
