@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
 from types import TracebackType
 from typing import Any
 
@@ -25,6 +26,7 @@ from kubetrain.testing.rest import AdminRest
 __all__ = ["WatchLog"]
 
 Obj = dict[str, Any]
+TOO_MANY_REQUESTS = 429
 WINDOW = 5
 """Seconds each watch request lasts (`timeoutSeconds`) before it is resumed: how long stop() may wait."""
 
@@ -43,8 +45,14 @@ class WatchLog:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
 
-    def start(self) -> WatchLog:
+    def start(self, timeout: float = 30.0) -> WatchLog:
+        """List the collection (waiting up to `timeout` while the server answers 429, as it does while a
+        new CRD's storage initialises), then watch it in a thread."""
+        deadline = time.monotonic() + timeout
         status, found = self._rest.get(self._path)
+        while status == TOO_MANY_REQUESTS and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status, found = self._rest.get(self._path)
         if status != 200:
             raise RuntimeError(f"GET {self._path} answered {status}: {found}")
         for item in found.get("items") or ():
@@ -106,9 +114,15 @@ class WatchLog:
     def _run(self) -> None:
         try:
             while not self._stopping.is_set():
-                for event in self._rest.stream(self._query(), timeout=WINDOW + 30):
-                    self._handle(event)
-        except Exception as err:  # any failure is a gap; check() reports it
+                try:
+                    for event in self._rest.stream(self._query(), timeout=WINDOW + 30):
+                        self._handle(event)
+                except urllib.error.HTTPError as err:
+                    if err.code != TOO_MANY_REQUESTS:  # "wait, then ask again": no event is lost
+                        raise
+                    err.close()
+                    time.sleep(0.5)
+        except Exception as err:  # any other failure is a gap; check() reports it
             self._error = f"{type(err).__name__}: {err}"
 
     def _query(self) -> str:
