@@ -25,11 +25,20 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-__all__ = ["EVENT_DROP_REASONS", "RECONCILE_RESULTS", "REST_ERROR_CODE", "Metrics", "QueueMetrics"]
+__all__ = [
+    "EVENT_DROP_REASONS",
+    "RECONCILE_RESULTS",
+    "REST_ERROR_CODE",
+    "SKIP_MANAGED_BY",
+    "Metrics",
+    "QueueMetrics",
+]
 
 RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
 EVENT_DROP_REASONS = ("spam", "backlog", "error")
 """controller-runtime's `result` label values; a TerminalError counts as "error" (and as terminal)."""
+SKIP_MANAGED_BY = "managed_by"
+"""`kubetrain_jobs_skipped_total`'s `reason`: the job's `runPolicy.managedBy` names another controller."""
 REST_ERROR_CODE = "<error>"
 """client-go's `code` for a request that got no HTTP answer (connection refused, timeout, TLS)."""
 
@@ -185,6 +194,11 @@ class Metrics:
             "kubetrain_job_hook_errors",
             "Unexpected errors raised by a job controller's hook (hook=reconcile: a step of the template).",
             ["framework", "hook"], registry=registry,
+        )  # fmt: skip
+        self.jobs_skipped = Counter(
+            "kubetrain_jobs_skipped",
+            "Reconciles that looked at a job and left it alone, by why: `managed_by` (another controller's).",
+            [*labels, "reason"], registry=registry,
         )  # fmt: skip
 
     def controller(self, name: str, workers: int = 1) -> None:

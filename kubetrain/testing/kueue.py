@@ -114,9 +114,11 @@ class Kueue:
         tls = make_serving_tls(self.workdir / "webhook-tls", "kueue-webhook")
         config = self.workdir / "kueue-config.yaml"
         config.write_text(json.dumps(self.configuration(tls.directory), indent=1))  # JSON is YAML
+        # Level 3: Kueue's job reconciler logs each job it ignores (no queue name), which tests read as
+        # proof that it looked at a job and left it alone.
         argv = [
             str(self.component.binary), f"--config={config}", f"--kubeconfig={self.plane.kubeconfig}",
-            "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2",
+            "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=3",
         ]  # fmt: skip
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.workdir)}
         self._process = ComponentProcess("kueue", argv, self.log_path, env)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import ssl
 import sys
@@ -33,6 +34,9 @@ from typing import Any
 from kubetrain.testing.process import ComponentProcess, free_port, wait_until
 
 __all__ = ["OperatorProcess"]
+
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 class OperatorProcess:
@@ -154,6 +158,17 @@ class OperatorProcess:
     def scrape(self, token: str | None = None) -> tuple[int, str]:
         """(status, body) of GET /metrics on the metrics port, over HTTPS when it is served so."""
         return self.get("/metrics", port=self.metrics_port, tls=self.metrics_secure, token=token)
+
+    def sample(self, name: str, **labels: str) -> float:
+        """The sum of the samples `name` (e.g. `kubetrain_jobs_skipped_total`) of /metrics whose labels
+        include `labels`; 0 when there is none."""
+        total = 0.0
+        for line in self.metrics().splitlines():
+            found = _SAMPLE.match(line)
+            if found and found["name"] == name:
+                have = dict(_LABEL.findall(found["labels"] or ""))
+                total += float(found["value"]) if labels.items() <= have.items() else 0.0
+        return total
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -11,6 +11,7 @@ import json
 import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,16 @@ class AdminRest:
 
     def get(self, path: str) -> tuple[int, Any]:
         return self.request("GET", path)
+
+    def stream(self, path: str, timeout: float = 30.0) -> Iterator[Any]:
+        """The decoded JSON lines of a GET that answers one object per line (a watch), until the server
+        ends it; an HTTP error raises `urllib.error.HTTPError`."""
+        req = urllib.request.Request(self.server + path, method="GET")
+        req.add_header("Accept", "application/json")
+        with urllib.request.urlopen(req, timeout=timeout, context=self._context()) as resp:
+            for line in resp:
+                if line.strip():
+                    yield json.loads(line)
 
     def ready(self) -> bool:
         """True when `/readyz` answers 200 (every post-start hook, RBAC bootstrap included, is done)."""

@@ -5,11 +5,14 @@ counts, restart policies, every runPolicy field, user-set env the operator owns,
 ports, elastic bounds, MPI and TF options, and kwok outcomes for their pods. Each is submitted with
 `kubectl create` (strict field validation); the ones the API server rejects are not this test's concern.
 The operator process must stay up and healthy, every accepted job must get a condition, and every job it
-fails as invalid must carry an Event with the same reason.
+fails as invalid must carry an Event with the same reason. A watch of each kind records every version of
+every job, so a job the operator never wrote cannot hide behind one its TTL deleted early; and the seed's
+jobs include some that the operator fails as invalid (the service-mode annotation, which no schema checks).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -19,10 +22,12 @@ from typing import Any
 import pytest
 
 from kubetrain.api import MPIJOB, PYTORCHJOB, TFJOB, KindInfo
+from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome, outcome_annotations
 from kubetrain.testing.operator import container_spec, install_crds, job_manifest, replica_spec
 from kubetrain.testing.operator_process import OperatorProcess
+from kubetrain.testing.watch import WatchLog
 
 pytestmark = pytest.mark.chaos
 
@@ -65,12 +70,14 @@ def mutate(rng: random.Random, kind: KindInfo, job: dict[str, Any]) -> None:
             ports=[{"name": kind.default_port_name, "containerPort": rng.randint(1, 65535)}]
         ),
         lambda: pod.setdefault("metadata", {}).update(annotations=_outcome(rng)),
+        lambda: job["metadata"].update(annotations={SERVICE_MODE_ANNOTATION: rng.choice(_MODES)}),
         *_kind_mutations(rng, kind, spec),
     ]
     for change in rng.sample(choices, rng.randint(1, 4)):
         change()
 
 
+_MODES = ["replica", "job", "pod"]
 _OWNED_ENV = ["MASTER_ADDR", "WORLD_SIZE", "TF_CONFIG", "RANK", "OMPI_MCA_orte_default_hostfile", "HOME"]
 
 
@@ -103,54 +110,87 @@ def kubectl_json(plane: ControlPlane, namespace: str, *args: str) -> dict[str, A
     return loaded
 
 
+def watch_jobs(plane: ControlPlane, namespace: str) -> dict[str, WatchLog]:
+    """A watch of each kind's jobs in `namespace`, by kind."""
+    return {
+        k.kind: WatchLog(plane.rest, f"/apis/{k.group}/{k.version}/namespaces/{namespace}/{k.plural}")
+        for k in (TFJOB, PYTORCHJOB, MPIJOB)
+    }
+
+
+def conditions_seen(log: WatchLog, name: str) -> list[dict[str, Any]]:
+    """Every condition any version of job `name` had, deleted or not."""
+    return [c for v in log.versions(name) for c in (v.get("status") or {}).get("conditions") or ()]
+
+
+def submit(plane: ControlPlane, namespace: str, rng: random.Random) -> dict[str, KindInfo]:
+    """Create JOBS fuzzed jobs; those the API server accepted, by name."""
+    accepted: dict[str, KindInfo] = {}
+    for i in range(JOBS):
+        kind = rng.choice([TFJOB, PYTORCHJOB, MPIJOB])
+        job = base(kind, f"fuzz-{i}", namespace)
+        mutate(rng, kind, job)
+        answer = plane.kubectl("create", "-f", "-", namespace=namespace, input=json.dumps(job), check=False)
+        if answer.returncode == 0:
+            accepted[f"fuzz-{i}"] = kind
+    return accepted
+
+
+def invalid_conditions(
+    logs: dict[str, WatchLog], accepted: dict[str, KindInfo]
+) -> dict[tuple[str, str], Any]:
+    """{(job, reason): condition} of every `Failed/<Kind>FailedValidation` condition any job ever had."""
+    return {
+        (name, cond["reason"]): cond
+        for name, kind in accepted.items()
+        for cond in conditions_seen(logs[kind.kind], name)
+        if cond["type"] == "Failed" and cond["reason"].endswith("FailedValidation")
+    }
+
+
+def unsaid(plane: ControlPlane, namespace: str, wanted: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The (job, reason) pairs of `wanted` that no Event says, after waiting up to 30 s for them: Events
+    are written after the status, by the recorder's own task."""
+    deadline = time.monotonic() + 30
+    while True:
+        events = kubectl_json(plane, namespace, "get", "events")["items"]
+        missing = wanted - {(e["involvedObject"]["name"], e["reason"]) for e in events}
+        if not missing or time.monotonic() > deadline:
+            return missing
+        time.sleep(1)
+
+
 def test_fuzzed_jobs_never_crash_the_operator(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     install_crds(control_plane)
-    rng = random.Random(SEED)
-    accepted: dict[str, KindInfo] = {}
     args = [f"--namespace={namespace}", "--no-leader-elect"]
-    with OperatorProcess(control_plane.kubeconfig, args, workdir=tmp_path) as op:
+    logs = watch_jobs(control_plane, namespace)
+    with (
+        contextlib.ExitStack() as stack,
+        OperatorProcess(control_plane.kubeconfig, args, workdir=tmp_path) as op,
+    ):
+        for log in logs.values():
+            stack.enter_context(log)
         op.wait_ready()
-        for i in range(JOBS):
-            kind = rng.choice([TFJOB, PYTORCHJOB, MPIJOB])
-            job = base(kind, f"fuzz-{i}", namespace)
-            mutate(rng, kind, job)
-            answer = control_plane.kubectl(
-                "create", "-f", "-", namespace=namespace, input=json.dumps(job), check=False
-            )
-            if answer.returncode == 0:
-                accepted[f"fuzz-{i}"] = kind
+        accepted = submit(control_plane, namespace, random.Random(SEED))
         assert len(accepted) >= JOBS // 2, "most mutations stay within the schema"
         assert {k.kind for k in accepted.values()} == {TFJOB.kind, PYTORCHJOB.kind, MPIJOB.kind}
 
-        def conditions() -> dict[str, list[dict[str, Any]]]:
-            found = {}
-            for kind in {TFJOB, PYTORCHJOB, MPIJOB}:
-                for item in kubectl_json(control_plane, namespace, "get", kind.plural)["items"]:
-                    found[item["metadata"]["name"]] = (item.get("status") or {}).get("conditions") or []
-            return found
+        def unwritten() -> list[str]:
+            for log in logs.values():
+                log.check()
+            return [n for n, kind in accepted.items() if not conditions_seen(logs[kind.kind], n)]
 
         deadline = time.monotonic() + 120
-        while any(not c for n, c in conditions().items() if n in accepted):
-            assert time.monotonic() < deadline, "a job accepted by the API server never got a condition"
+        while unwritten():
+            assert time.monotonic() < deadline, f"accepted, yet never a condition: {unwritten()}"
             time.sleep(1)
         assert op.exit_code is None and op.get("/healthz")[0] == 200, op.process.log_tail()
-        invalid = {
-            (name, cond["reason"]): cond
-            for name, found in conditions().items()
-            for cond in found
-            if cond["type"] == "Failed" and cond["reason"].endswith("FailedValidation")
-        }
+        invalid = invalid_conditions(logs, accepted)
+        assert invalid, "the seed makes jobs the operator fails as invalid, or the checks below check nothing"
         for cond in invalid.values():
-            assert cond["message"].startswith("spec."), cond
-        # Events are written after the status, by the recorder's own task: give them a moment to land.
-        deadline = time.monotonic() + 30
-        while True:
-            events = kubectl_json(control_plane, namespace, "get", "events")["items"]
-            unsaid = set(invalid) - {(e["involvedObject"]["name"], e["reason"]) for e in events}
-            if not unsaid or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert not unsaid, f"no Event says why these jobs failed: {sorted(unsaid)}"
+            assert cond["message"].startswith(("spec.", "metadata.")), cond
+        missing = unsaid(control_plane, namespace, set(invalid))
+        assert not missing, f"no Event says why these jobs failed: {sorted(missing)}"
         assert op.terminate() == 0

@@ -2,8 +2,8 @@
 
 Whatever a kill interrupts (a create batch, a ledger write, a delete, a status patch), the restarted
 operator must carry on from what the cluster shows: no pod created twice for the same replica, no job lost
-or stuck, every backoffLimit honoured exactly. The test samples every pod of the namespace four times a
-second (each pod lives at least a second) and keeps every UID it saw per pod name.
+or stuck, every backoffLimit honoured exactly. A watch of the namespace's pods, from before the first job
+to after the last finished, records every pod ever created, so every UID a pod name had is known.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome, outcome_annotations
 from kubetrain.testing.operator import container_spec, install_crds, job_manifest, kubectl_apply, replica_spec
 from kubetrain.testing.operator_process import OperatorProcess
+from kubetrain.testing.watch import WatchLog
 
 pytestmark = pytest.mark.chaos
 
@@ -60,25 +61,15 @@ def jobs(rng: random.Random, namespace: str) -> dict[str, dict[str, Any]]:
     return made
 
 
-class Sightings:
-    """Every pod UID seen per pod name, from frequent lists of the namespace."""
-
-    def __init__(self, plane: ControlPlane, namespace: str) -> None:
-        self._plane = plane
-        self._path = f"/api/v1/namespaces/{namespace}/pods"
-        self.uids: dict[str, set[str]] = {}
-
-    def sample(self) -> None:
-        status, body = self._plane.rest.get(self._path)
-        if status == 200:
-            for pod in body.get("items") or ():
-                self.uids.setdefault(pod["metadata"]["name"], set()).add(pod["metadata"]["uid"])
-
-    def watch_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.sample()
-            time.sleep(0.25)
+def pod_names(submitted: dict[str, dict[str, Any]], prefix: str) -> list[str]:
+    """The pod of every replica of the jobs whose names start with `prefix`."""
+    return [
+        f"{name}-{rtype.lower()}-{index}"
+        for name, body in submitted.items()
+        if name.startswith(prefix)
+        for rtype, spec in body["spec"]["pytorchReplicaSpecs"].items()
+        for index in range(spec["replicas"])
+    ]
 
 
 def finished(plane: ControlPlane, namespace: str) -> dict[str, str]:
@@ -99,7 +90,7 @@ def test_sigkilled_operator_creates_no_duplicate_and_loses_no_job(
     rng = random.Random(SEED)
     submitted = jobs(rng, namespace)
     args = [f"--namespace={namespace}", "--no-leader-elect"]
-    seen = Sightings(control_plane, namespace)
+    seen = WatchLog(control_plane.rest, f"/api/v1/namespaces/{namespace}/pods").start()
     started: list[OperatorProcess] = []
 
     def start() -> OperatorProcess:
@@ -112,17 +103,18 @@ def test_sigkilled_operator_creates_no_duplicate_and_loses_no_job(
         for body in submitted.values():
             kubectl_apply(control_plane, body, namespace=namespace)
         for _ in range(KILLS):
-            seen.watch_for(rng.uniform(1.0, 5.0))  # a random moment: starting up, creating, deleting, ...
+            time.sleep(rng.uniform(1.0, 5.0))  # a random moment: starting up, creating, deleting, ...
             op.process.signal(signal.SIGKILL)
             assert op.process.wait(10), "SIGKILL ends the process"
             op = start()
         deadline = time.monotonic() + FINISH_WITHIN
         while len(finished(control_plane, namespace)) < len(submitted) and time.monotonic() < deadline:
-            seen.watch_for(1.0)
-        seen.sample()
+            time.sleep(1.0)
+        seen.caught_up()
         outcome = finished(control_plane, namespace)
         assert op.exit_code is None, op.process.log_tail()
     finally:
+        seen.stop()
         for process in started:
             process.stop()
     assert sorted(outcome) == sorted(submitted), f"lost or stuck jobs: {set(submitted) - set(outcome)}"
@@ -133,9 +125,10 @@ def test_sigkilled_operator_creates_no_duplicate_and_loses_no_job(
             assert outcome[name] == (
                 f"Failed: Job {name} has failed because it has reached the specified backoff limit"
             )
-    duplicates = {pod: uids for pod, uids in seen.uids.items() if pod.startswith("ok-") and len(uids) > 1}
-    assert duplicates == {}, "a replica of a job without failures ran twice"
-    attempts = {pod: len(uids) for pod, uids in seen.uids.items() if pod.startswith("doomed-")}
-    assert attempts == {f"doomed-{i}-master-0": BACKOFF_LIMIT + 1 for i in range(4)}, (
+    runs = {pod: len(uids) for pod, uids in seen.uids().items()}
+    ok = {pod: n for pod, n in runs.items() if pod.startswith("ok-")}
+    assert ok == dict.fromkeys(pod_names(submitted, "ok-"), 1), "each replica of a successful job ran once"
+    attempts = {pod: n for pod, n in runs.items() if pod.startswith("doomed-")}
+    assert attempts == dict.fromkeys(pod_names(submitted, "doomed-"), BACKOFF_LIMIT + 1), (
         "backoffLimit 2: the first run and exactly two restarts"
     )

@@ -20,9 +20,11 @@ import pytest
 import yaml
 
 from kubetrain.api import MULTIKUEUE_CONTROLLER
+from kubetrain.common.metrics import SKIP_MANAGED_BY
 from kubetrain.testing import ControlPlane, Outcome
 from kubetrain.testing.ecosystem import find_component
 from kubetrain.testing.kueue import Kueue
+from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import wait_until
 
 from .harness import (
@@ -62,6 +64,9 @@ KUEUE_CONFIGS = {
     "ValidatingWebhookConfiguration": "validating-webhook-configuration",
 }
 """The names Kueue's manifests give its webhook configurations (its install prefixes `kueue-`)."""
+SKIPPED = "kubetrain_jobs_skipped_total"
+Installed = tuple[ControlPlane, OperatorProcess, Kueue]
+"""The plane, the operator (from the shipped manifests) and Kueue."""
 LOCAL_QUEUE = "team"
 QUOTA_CPU = "2"
 """Room for one test job at a time (a leader and a worker of 1 CPU each)."""
@@ -109,17 +114,32 @@ def apply(plane: ControlPlane, items: list[Obj]) -> None:
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+def installed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, OperatorProcess, Kueue]]:
     """A plane with the operator (shipped base install) and Kueue, its webhooks registered."""
     component("kueue")
     with (
         own_plane(NODES) as plane,
-        shipped_operator(plane, "base", tmp_path_factory.mktemp("operator")),
+        shipped_operator(plane, "base", tmp_path_factory.mktemp("operator")) as operator,
         Kueue(plane, tmp_path_factory.mktemp("kueue")) as kueue,
     ):
         LOGS["kueue"] = kueue.log_path
         apply(plane, kueue_objects())
-        yield plane
+        yield plane, operator, kueue
+
+
+@pytest.fixture(scope="module")
+def plane(installed: Installed) -> ControlPlane:
+    return installed[0]
+
+
+def ignored_by_kueue(kueue: Kueue, namespace: str, name: str) -> bool:
+    """Kueue's job reconciler logged that it looked at job `namespace/name` and ignored it (no queue)."""
+    return any(
+        "ignoring the job" in line and f'"{namespace}/{name}"' in line
+        for line in kueue.log_path.read_text(errors="replace").splitlines()
+    )
 
 
 @pytest.fixture
@@ -195,8 +215,9 @@ def test_kueues_own_webhooks_are_registered_at_its_loopback_server(plane: Contro
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_queued_jobs_are_suspended_admitted_in_order_on_their_flavor(
-    plane: ControlPlane, ns: str, kind: str
+    installed: Installed, ns: str, kind: str
 ) -> None:
+    plane, _, kueue = installed
     first, second, loose = queued(kind, "first"), queued(kind, "second"), job(kind, "loose")
     assert suspended(dry_run(plane, ns, first)), "Kueue's webhook suspends a queued job at create"
     submit(plane, ns, first)
@@ -213,6 +234,8 @@ def test_queued_jobs_are_suspended_admitted_in_order_on_their_flavor(
     assert not suspended(get(plane, ns, kind, "loose"))
     wait_running(plane, ns, loose)
     finish(plane, ns, loose)
+    wait_until("Kueue's log: it looked at the job without a queue and ignored it",
+               lambda: ignored_by_kueue(kueue, ns, "loose"), timeout=60)  # fmt: skip
     assert workload(plane, ns, loose) is None, "Kueue made a Workload for a job without a queue"
 
     finish(plane, ns, first)
@@ -247,13 +270,13 @@ def test_a_higher_priority_job_evicts_and_the_evicted_job_resumes_keeping_its_re
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_job_managed_by_multikueue_is_left_to_it(plane: ControlPlane, ns: str, kind: str) -> None:
+def test_a_job_managed_by_multikueue_is_left_to_it(installed: Installed, ns: str, kind: str) -> None:
+    plane, operator, _ = installed
     elsewhere = queued(kind, "elsewhere", runPolicy={"managedBy": MULTIKUEUE_CONTROLLER})
-    witness = job(kind, "witness")
     submit(plane, ns, elsewhere)
-    submit(plane, ns, witness)  # the operator sees it after `elsewhere`: once it runs, `elsewhere` was seen
-    wait_running(plane, ns, witness)
-    finish(plane, ns, witness)
+    skipped = {"job_namespace": ns, "reason": SKIP_MANAGED_BY}
+    wait_until("the operator looked at the MultiKueue job and left it alone (kubetrain_jobs_skipped_total)",
+               lambda: operator.sample(SKIPPED, **skipped) > 0, timeout=60)  # fmt: skip
     assert not pods(plane, ns, "elsewhere"), "kubetrain made pods for a job MultiKueue manages"
     left = get(plane, ns, kind, "elsewhere")
     assert not (left.get("status") or {}).get("conditions"), "kubetrain wrote the status of a MultiKueue job"

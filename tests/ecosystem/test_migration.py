@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,9 @@ Obj = dict[str, Any]
 BY_KIND: dict[str, KindInfo] = {info.kind: info for info in KINDS}
 ROOT = Path(__file__).resolve().parents[2]
 JOB_NAME = "training.kubeflow.org/job-name"
+RECONCILES = "controller_runtime_reconcile_total"
+LOOKED_AT = "test.kubetrain.io/looked-at"
+"""An annotation the test sets on a job to have kubetrain reconcile it once more; kubetrain ignores it."""
 
 
 @dataclass(frozen=True)
@@ -307,9 +311,43 @@ def adopted_jobs(era: Era) -> dict[str, Obj]:
     return found
 
 
+def idle(op: OperatorProcess) -> bool:
+    """No job waits in a work queue and no reconcile runs (kubetrain's /metrics)."""
+    return op.sample("workqueue_depth") == 0 and op.sample("controller_runtime_active_workers") == 0
+
+
+def controller(row: Row) -> str:
+    return f"{row.kind.lower()}-controller"
+
+
+def reconciles(op: OperatorProcess) -> Counter[str]:
+    """Reconciles finished so far, by controller."""
+    return Counter({controller(r): int(op.sample(RECONCILES, controller=controller(r))) for r in ROWS})
+
+
+def reconciled_again(era: Era) -> None:
+    """Wait for proof, instead of a pause, that kubetrain looked again at every adopted job after its first
+    write: once it is idle, each job gets an annotation kubetrain ignores, and the reconciles its /metrics
+    counts must grow by one per job of each controller, with the queues empty again."""
+    op = era.kubetrain
+    assert op is not None
+    wait_until("kubetrain idle after its first writes", lambda: idle(op), timeout=60, interval=0.2)
+    wanted = reconciles(op) + Counter(controller(r) for r in ROWS)
+    for row in ROWS:
+        job = f"{BY_KIND[row.kind].plural}/{name_of(row)}"
+        era.plane.kubectl(
+            "annotate", job, f"{LOOKED_AT}={time.time()}", "--overwrite", namespace=era.namespace
+        )
+
+    def looked() -> bool:
+        return reconciles(op) >= wanted and idle(op)
+
+    wait_until("a reconcile of each adopted job, seen in /metrics", looked, timeout=60, interval=0.2)
+
+
 def test_running_jobs_are_adopted_with_every_pod_and_service_kept(era: Era) -> None:
     jobs = adopted_jobs(era)
-    time.sleep(2)  # a wrong reconcile would act within this: the jobs were written above
+    reconciled_again(era)  # a wrong reconcile would have acted by then
     pods = children(era.plane, era.namespace, "pods")
     services = children(era.plane, era.namespace, "services")
     assert {n: p["metadata"]["uid"] for n, p in pods.items()} == {

@@ -31,6 +31,7 @@ from kubetrain.testing.streams import LineStream
 pytestmark = pytest.mark.integration
 
 DRIVER = Path(__file__).with_name("kubeflow_sdk_driver.py")
+SKIPPED = "kubetrain_jobs_skipped_total"
 
 
 @dataclass(frozen=True)
@@ -44,32 +45,29 @@ Sdk = Callable[..., Answer]
 
 
 @pytest.fixture
-def sdk(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[Sdk]:
-    """`sdk(step, kind, name[, arg])`: one SDK step in its own python, with the operator running."""
-    python = kubeflow_sdk_python()  # fails (not skips) with the install command when missing
+def operator(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    """The kubetrain operator process, serving the kinds the SDK knows in `namespace`."""
     install_crds(control_plane)
     kinds = "tfjob,pytorchjob,xgboostjob,jaxjob,paddlejob"
     args = [f"--namespace={namespace}", "--no-leader-elect", f"--enable={kinds}"]
     with OperatorProcess(control_plane.kubeconfig, args, workdir=tmp_path) as op:
         op.wait_ready()
-
-        def run(step: str, kind: str, name: str, *arg: str) -> Answer:
-            argv = [
-                str(python),
-                str(DRIVER),
-                str(control_plane.kubeconfig),
-                namespace,
-                step,
-                kind,
-                name,
-                *arg,
-            ]
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
-            out = _result(done.stdout) if done.returncode == 0 else done.stdout
-            return Answer(done.returncode, out, done.stderr)
-
-        yield run
+        yield op
         op.process.ensure_running()  # the SDK never crashed the operator
+
+
+@pytest.fixture
+def sdk(control_plane: ControlPlane, namespace: str, operator: OperatorProcess) -> Sdk:
+    """`sdk(step, kind, name[, arg])`: one SDK step in its own python, with the operator running."""
+    python = kubeflow_sdk_python()  # fails (not skips) with the install command when missing
+
+    def run(step: str, kind: str, name: str, *arg: str) -> Answer:
+        argv = [str(python), str(DRIVER), str(control_plane.kubeconfig), namespace, step, kind, name, *arg]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+        out = _result(done.stdout) if done.returncode == 0 else done.stdout
+        return Answer(done.returncode, out, done.stderr)
+
+    return run
 
 
 def _result(stdout: str) -> Any:
@@ -173,17 +171,24 @@ def test_managed_by_an_unknown_controller_is_rejected_at_admission(sdk: Sdk) -> 
 
 
 def test_a_job_managed_by_multikueue_is_accepted_and_left_alone(
-    sdk: Sdk, control_plane: ControlPlane, namespace: str
+    sdk: Sdk, operator: OperatorProcess, namespace: str
 ) -> None:
     mine = sdk("create-managed-by", "PyTorchJob", "remote", "kueue.x-k8s.io/multikueue")
     assert mine.code == 0, mine.err
-    ours = sdk("create-managed-by", "PyTorchJob", "local", "kubeflow.org/training-operator")
-    assert ours.code == 0, ours.err
     wait_until(
-        "the operator runs the job it manages",
-        lambda: sdk("get", "PyTorchJob", "local").out["running"] is True,
+        "the operator looked at MultiKueue's job and left it alone (kubetrain_jobs_skipped_total)",
+        lambda: (
+            operator.sample(SKIPPED, job_namespace=namespace, framework="pytorch", reason="managed_by") > 0
+        ),
         timeout=60,
     )
     remote = sdk("get", "PyTorchJob", "remote").out
     assert remote["managedBy"] == "kueue.x-k8s.io/multikueue"
     assert (remote["conditions"], remote["pods"]) == ([], []), "MultiKueue's job is not ours to run"
+    ours = sdk("create-managed-by", "PyTorchJob", "local", "kubeflow.org/training-operator")
+    assert ours.code == 0, ours.err
+    wait_until(
+        "the operator runs a job that names it",
+        lambda: sdk("get", "PyTorchJob", "local").out["running"] is True,
+        timeout=60,
+    )

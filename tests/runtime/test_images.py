@@ -4,8 +4,9 @@ The example jobs, unchanged, run under `kubetrain run --local --runtime containe
 of the image the example names, with the env the operator renders (TF_CONFIG, MASTER_ADDR, the MPI
 hostfile and SSH Secret) and nothing rewritten; pods find each other by their Service DNS names on the
 run's network, and the MPI launchers reach their workers over the images' sshd. Each must Succeed with
-every rank learning and ending with the same weights. The operator image must start against a real API
-server and answer its health probes.
+every rank learning and ending with the same weights, every result line coming from a container podman
+started (its event log), and every container it started removed. The operator image must start against a
+real API server and answer its health probes.
 
 Needs podman (hack/images.sh installs it with apt, with runc: hack/containers.conf). Where containers
 cannot run, these tests FAIL and say why; deselect them with `-m "not images"` only on such a machine.
@@ -13,6 +14,7 @@ cannot run, these tests FAIL and say why; deselect them with `-m "not images"` o
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -89,6 +91,7 @@ def test_example_learns_in_containers_of_its_images(
 ) -> None:
     expect, path = IN_CONTAINERS[example], EXAMPLES / example
     monkeypatch.setenv("CONTAINERS_CONF", images["CONTAINERS_CONF"])  # for the CLI's podman client
+    since = int(time.time()) - 1
     proc = kubetrain_run(path, tmp_path, "--runtime", "container", timeout=expect.timeout)
     output = finish(proc, expect.timeout)
     kind, namespace, name = job_of(path)
@@ -99,6 +102,10 @@ def test_example_learns_in_containers_of_its_images(
     for result in found:
         assert result["accuracy"] >= ACCURACY, f"{result['pod']} learned too little: {result}"
     assert len({r["weights_sha256"] for r in found}) == 1, f"replicas ended with different weights: {found}"
+    started, removed = _lifecycle(images, since, f"-{name}-")
+    outside = {r["pod"] for r in found} - {c.split("-", 2)[2] for c in started}
+    assert started and not outside, f"result lines of pods no container ran: {outside}; started: {started}"
+    assert removed == started, f"containers started, never removed: {started - removed}"
     left = _podman(images, "ps", "-a", "--format", "{{.Names}}")
     assert f"-{name}-" not in left, f"containers left behind: {left}"
 
@@ -124,6 +131,16 @@ def test_ctrl_c_removes_every_container_and_the_network(
     assert "-mpi-allreduce-" not in _podman(images, "ps", "-a", "--format", "{{.Names}}")
     run_id = running.split("kubetrain-", 1)[1].split("-", 1)[0]
     assert f"kubetrain-{run_id}" not in _podman(images, "network", "ls", "--format", "{{.Name}}")
+
+
+def _lifecycle(images: dict[str, str], since: int, part: str) -> tuple[set[str], set[str]]:
+    """The containers whose names contain `part` that podman started, and those it removed, since `since`
+    (seconds since the epoch), from its event log: `kubetrain-<run>-<pod>` each."""
+    out = _podman(images, "events", "--stream=false", f"--since={since}", "--filter", "type=container",
+                  "--format", "json")  # fmt: skip
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
+    seen = {(e.get("Status"), e.get("Name", "")) for e in events if part in e.get("Name", "")}
+    return {n for s, n in seen if s == "start"}, {n for s, n in seen if s == "remove"}
 
 
 def _podman(images: dict[str, str], *args: str) -> str:

@@ -1,8 +1,10 @@
 """The test-support pieces that need no running plane: where the binaries are looked for (the same rule
-as hack/testbin.sh), the fixture's failure when they are missing, and the kwok helpers' input checks."""
+as hack/testbin.sh), the fixture's failure when they are missing, the kwok helpers' input checks, and the
+readers of an audit log and of an operator's /metrics."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubetrain.testing import binaries, components, process
+from kubetrain.testing.audit import created
 from kubetrain.testing.binaries import COMPONENTS, MissingBinariesError, find_binaries, repo_root
 from kubetrain.testing.certs import Pki
 from kubetrain.testing.kwok import (
@@ -23,6 +26,7 @@ from kubetrain.testing.kwok import (
     Outcome,
     outcome_annotations,
 )
+from kubetrain.testing.operator_process import OperatorProcess
 
 ROOT = repo_root()
 
@@ -157,3 +161,38 @@ def make_pki_stub(directory: Path) -> Pki:
     return Pki(
         *(directory / name for name in ("ca.crt", "ca.key", "s.crt", "s.key", "a.crt", "a.key", "sa", "sp"))
     )
+
+
+def test_created_counts_each_object_a_201_create_made_and_nothing_else(tmp_path: Path) -> None:
+    def event(name: str, code: int, **ref: str) -> str:
+        object_ref = {"resource": "pods", "namespace": "ns", "name": name, **ref}
+        return json.dumps({"verb": "create", "objectRef": object_ref, "responseStatus": {"code": code}})
+
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([
+        event("a", 201), event("a", 409), event("a", 201), event("b", 201),
+        event("b", 201, namespace="other"), event("b", 201, resource="services"),
+        event("b", 201, subresource="binding"), '{"verb": "create", "objectRef": {"na',
+    ]))  # fmt: skip
+    assert created(log, "pods", "ns") == {"a": 2, "b": 1}
+
+
+def test_an_operators_samples_are_summed_over_the_labels_asked_for() -> None:
+    class Scraped(OperatorProcess):
+        def __init__(self) -> None:
+            pass
+
+        def metrics(self) -> str:
+            return (
+                "# TYPE kubetrain_jobs_skipped_total counter\n"
+                'kubetrain_jobs_skipped_total{job_namespace="a",reason="managed_by"} 3.0\n'
+                'kubetrain_jobs_skipped_total{job_namespace="b",reason="managed_by"} 1.0\n'
+                'kubetrain_jobs_skipped_created{job_namespace="b",reason="managed_by"} 1.7e+09\n'
+                "workqueue_depth 2.0\n"
+            )
+
+    op = Scraped()
+    assert op.sample("kubetrain_jobs_skipped_total") == 4
+    assert op.sample("kubetrain_jobs_skipped_total", job_namespace="a") == 3
+    assert op.sample("kubetrain_jobs_skipped_total", job_namespace="c") == 0
+    assert op.sample("workqueue_depth") == 2

@@ -48,7 +48,7 @@ from kubetrain.common.kube import objects
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import PODS, SERVICES, Obj, Resource
 from kubetrain.common.kube.store import Store
-from kubetrain.common.metrics import Metrics
+from kubetrain.common.metrics import SKIP_MANAGED_BY, Metrics
 from kubetrain.common.reconcile import Request, Result
 
 __all__ = ["CONFLICT_RETRY", "JobController", "JobT"]
@@ -226,8 +226,10 @@ class JobController(Generic[JobT]):
             self.fence.forget(request)
             self.unwritten.forget((request.namespace, request.name))
             return Result()
-        if objects.is_deleting(raw) or not self._manages(raw):
+        if objects.is_deleting(raw):
             return Result()
+        if (other := self._other_manager(raw)) is not None:
+            return self._leave_alone(request, other)
         if not await self.fence.caught_up(self.api, self.job_resource(), request, raw):
             return Result(requeue_after=CONFLICT_RETRY)  # the newer job's watch event is on its way
         try:
@@ -277,10 +279,18 @@ class JobController(Generic[JobT]):
             )
         ]
 
-    def _manages(self, raw: Obj) -> bool:
-        """False for a job that names another controller in `runPolicy.managedBy` (e.g. Kueue MultiKueue)."""
+    def _other_manager(self, raw: Obj) -> str | None:
+        """The controller a job names in `runPolicy.managedBy` when it is not us (e.g. Kueue MultiKueue)."""
         managed_by = ((raw.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
-        return managed_by in (None, "", self.kind.controller_name)
+        return None if managed_by in (None, "", self.kind.controller_name) else str(managed_by)
+
+    def _leave_alone(self, request: Request, manager: str) -> Result:
+        """Another controller's job: neither its pods nor its status are ours. Logged and counted, so that
+        "left alone" is something one can see, not only the absence of pods."""
+        log.debug("%s is managed by %s; leaving it alone", request, manager)
+        if self.metrics is not None:
+            self.metrics.jobs_skipped.labels(request.namespace, self.framework, SKIP_MANAGED_BY).inc()
+        return Result()
 
 
 def _finished(raw: Obj) -> bool:

@@ -66,9 +66,9 @@ class Operator:
         if self.task is not None:
             await asyncio.wait_for(self.task, 5)
 
-    def counter(self, name: str, namespace: str = "ns") -> float:
+    def counter(self, name: str, namespace: str = "ns", **labels: str) -> float:
         value = self.metrics.registry.get_sample_value(
-            f"{name}_total", {"job_namespace": namespace, "framework": "toy"}
+            f"{name}_total", {"job_namespace": namespace, "framework": "toy", **labels}
         )
         return value or 0.0
 

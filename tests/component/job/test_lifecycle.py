@@ -79,6 +79,7 @@ async def test_a_job_managed_by_another_controller_is_left_alone(cluster: Cluste
     assert "status" not in await cluster.job()
     writes = [c.verb for c in cluster.api.calls if c.verb in ("create", "patch", "delete", "replace")]
     assert writes == ["create"], "only the user's create of the job itself"
+    assert cluster.op.counter("kubetrain_jobs_skipped", reason="managed_by") >= 1, "seen, and left alone"
 
 
 @pytest.mark.parametrize("policy", [CleanPodPolicy.NONE, CleanPodPolicy.RUNNING])

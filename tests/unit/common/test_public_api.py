@@ -28,7 +28,10 @@ PUBLIC = {
     "leader": ["LeaderElectionConfig", "LeaderElector", "default_identity"],
     "logs": ["ContextFilter", "ReconcileContext", "reconcile_context"],
     "manager": ["Manager"],
-    "metrics": ["EVENT_DROP_REASONS", "Metrics", "QueueMetrics", "RECONCILE_RESULTS", "REST_ERROR_CODE"],
+    "metrics": [
+        "EVENT_DROP_REASONS", "Metrics", "QueueMetrics", "RECONCILE_RESULTS", "REST_ERROR_CODE",
+        "SKIP_MANAGED_BY",
+    ],
     "queue": ["QueueShutDown", "WorkQueue"],
     "ratelimit": [
         "BucketRateLimiter", "ItemExponentialRateLimiter", "MaxOfRateLimiter", "RateLimiter", "TokenBucket",
