@@ -35,7 +35,9 @@ from kubetrain.testing.rest import AdminRest, http_ok
 __all__ = ["INIT_STAND_IN", "LOCAL_IMAGES", "PAUSE_IMAGE", "RealNode", "ensure_local_images"]
 
 PAUSE_IMAGE = cfg.PAUSE_IMAGE
-_LOCAL_BASE = "localhost/kubetrain/python:3.11"  # under every trainer image: its layers are there already
+# The first of these podman has: the trainers' base (its layers are in containerd already), or the Debian
+# base hack/images.sh makes where no registry answers.
+_LOCAL_BASES = ("localhost/kubetrain/python:3.11", "localhost/kubetrain/debian-python:bookworm")
 INIT_STAND_IN = "docker.io/library/alpine:3.10"
 LOCAL_IMAGES = {
     # The sandbox image: anything that sleeps forever (there is no registry to pull a pause image from).
@@ -77,10 +79,10 @@ class RealNode:
 
     # ---------------------------------------------------------------- start
     def start(self, images: list[str]) -> None:
+        self._write(("cni", "net.d", "10-kubetrain.conflist"), cfg.cni_conflist(self.layout))
         self._start_containerd()
         ensure_local_images()
         host.import_images([*LOCAL_IMAGES, *images], self.layout.containerd_socket)
-        self._write(("cni", "net.d", "10-kubetrain.conflist"), cfg.cni_conflist(self.layout))
         self._start_kubelet()
         self._wait("node Ready (kubelet)", self._node_ready)
         self._start_proxy()
@@ -152,6 +154,7 @@ class RealNode:
         self._kill_shims()
         if "kube-proxy" in procs:
             host.run(str(self._bins.kube_proxy), "--cleanup", check=False)
+        host.remove_kube_chains()  # what --cleanup leaves: the kubelet's canaries, the other family's
         host.unmount_under(self.layout.workdir)
         host.delete_bridge(self.layout.bridge)
         host.remove_cgroups("kubepods")
@@ -179,12 +182,20 @@ class RealNode:
 def ensure_local_images() -> None:
     """Build the LOCAL_IMAGES podman does not have yet (a few seconds each: one layer on the base)."""
     for name, script in LOCAL_IMAGES.items():
-        if subprocess.run(["podman", "image", "exists", name], check=False).returncode == 0:
+        if _podman_has(name):
             continue
+        base = next((b for b in _LOCAL_BASES if _podman_has(b)), None)
+        if base is None:
+            raise RuntimeError(f"none of {', '.join(_LOCAL_BASES)} in podman: run `bash hack/images.sh`")
         with tempfile.TemporaryDirectory() as context:
-            (Path(context) / "Containerfile").write_text(f"FROM {_LOCAL_BASE}\n{script}\n")
+            (Path(context) / "Containerfile").write_text(f"FROM {base}\n{script}\n")
             done = subprocess.run(
-                ["podman", "build", "-t", name, context], capture_output=True, text=True, check=False
-            )
+                ["podman", "build", "--isolation=chroot", "--format=docker", "-t", name, context],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
         if done.returncode != 0:
-            raise RuntimeError(f"building {name} from {_LOCAL_BASE} failed: {done.stderr.strip()[-500:]}")
+            raise RuntimeError(f"building {name} from {base} failed: {done.stderr.strip()[-500:]}")
+
+
+def _podman_has(image: str) -> bool:
+    return subprocess.run(["podman", "image", "exists", image], check=False).returncode == 0

@@ -24,6 +24,7 @@ __all__ = [
     "import_images",
     "node_lock",
     "remove_cgroups",
+    "remove_kube_chains",
     "unmount_under",
 ]
 
@@ -104,6 +105,27 @@ def remove_cgroups(root_name: str) -> None:
                 os.rmdir(current)
             except OSError:
                 continue
+
+
+def remove_kube_chains() -> list[str]:
+    """Delete every `KUBE-*` iptables chain (IPv4 and IPv6) and the rules that jump to one: what kube-proxy
+    and the kubelet (its canary chains) make. Only one real node runs on a machine (node_lock), and nothing
+    else here makes such chains. Returns the chains removed."""
+    removed = []
+    for tool in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle"):
+            rules = run(tool, "-t", table, "-S", check=False).splitlines()
+            for rule in rules:
+                fields = rule.split()
+                if fields[:1] == ["-A"] and not fields[1].startswith("KUBE-") and "KUBE-" in rule:
+                    run(tool, "-t", table, "-D", *fields[1:], check=False)
+            chains = [r.split()[1] for r in rules if r.startswith("-N KUBE-")]
+            for chain in chains:
+                run(tool, "-t", table, "-F", chain, check=False)
+            for chain in chains:
+                run(tool, "-t", table, "-X", chain, check=False)
+            removed += [f"{tool} {table} {chain}" for chain in chains]
+    return removed
 
 
 def _podman_id(image: str) -> str:
