@@ -77,6 +77,10 @@ class RealNode:
         socket = str(self.layout.containerd_socket)
         return host.run("ctr", "--address", socket, "-n", "k8s.io", *args, check=check)
 
+    def import_images(self, images: list[str]) -> list[str]:
+        """Import these podman images into the node (skipped where containerd has that build already)."""
+        return host.import_images(images, self.layout.containerd_socket)
+
     # ---------------------------------------------------------------- start
     def start(self, images: list[str]) -> None:
         self._write(("cni", "net.d", "10-kubetrain.conflist"), cfg.cni_conflist(self.layout))

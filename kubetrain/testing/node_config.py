@@ -49,6 +49,7 @@ class NodeLayout:
     kubelet_port: int
     kubelet_healthz_port: int
     proxy_healthz_port: int
+    proxy_metrics_port: int
     dns_ready_port: int
     # Kept between runs (images are imported once per build); one node at a time uses it (node_host's lock).
     containerd_root: Path
@@ -120,7 +121,6 @@ def kubelet_config(layout: NodeLayout, *, ca: Path, crt: Path, key: Path) -> str
         "kind": "KubeletConfiguration",
         "failCgroupV1": False,
         "cgroupDriver": "cgroupfs",
-        "cgroupRoot": f"/{layout.name}",
         "containerRuntimeEndpoint": f"unix://{layout.containerd_socket}",
         "address": layout.gateway,
         "port": layout.kubelet_port,
@@ -163,7 +163,7 @@ def kube_proxy_config(layout: NodeLayout, kubeconfig: Path) -> str:
         "hostnameOverride": layout.name,
         "bindAddress": layout.gateway,
         "healthzBindAddress": f"127.0.0.1:{layout.proxy_healthz_port}",
-        "metricsBindAddress": "127.0.0.1:0",
+        "metricsBindAddress": f"127.0.0.1:{layout.proxy_metrics_port}",
         "clusterCIDR": layout.pod_cidr,
         "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
         "iptables": {"masqueradeAll": False, "localhostNodePorts": False},

@@ -70,7 +70,7 @@ class NodePlane(ControlPlane):
         layout = NodeLayout(
             name=NODE_NAME, workdir=work / "node", bridge=self._bridge, pod_cidr=str(cidr), gateway=gateway,
             service_cidr=SERVICE_CIDR, kubelet_port=free_port(), kubelet_healthz_port=free_port(),
-            proxy_healthz_port=free_port(), dns_ready_port=free_port(),
+            proxy_healthz_port=free_port(), proxy_metrics_port=free_port(), dns_ready_port=free_port(),
             containerd_root=node_bins.directory.parent / "containerd",
         )  # fmt: skip
         self._node = RealNode(

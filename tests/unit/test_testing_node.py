@@ -21,7 +21,7 @@ from kubetrain.testing.node_config import (
 LAYOUT = NodeLayout(
     name="n", workdir=Path("/tmp/x"), bridge="kt0", pod_cidr="10.244.7.0/24", gateway="10.244.7.1",
     service_cidr="10.0.0.0/24", kubelet_port=1, kubelet_healthz_port=2, proxy_healthz_port=3,
-    dns_ready_port=4, containerd_root=Path("/cache/containerd"),
+    proxy_metrics_port=5, dns_ready_port=4, containerd_root=Path("/cache/containerd"),
 )  # fmt: skip
 
 
