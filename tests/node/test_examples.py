@@ -42,6 +42,13 @@ class Example:
 
 EXAMPLES = {
     "pytorch-ddp": Example("pytorch/pytorch-ddp.yaml", "pytorch", "pytorch", 4),
+    "tf-multiworker": Example("tensorflow/tf-multiworker-mirrored.yaml", "tensorflow", "tensorflow", 4),
+    "pytorch-ddp-replica-services": Example(
+        "pytorch/pytorch-ddp.yaml", "pytorch", "pytorch", 4, service_mode="replica"
+    ),
+    "tf-multiworker-replica-services": Example(
+        "tensorflow/tf-multiworker-mirrored.yaml", "tensorflow", "tensorflow", 4, service_mode="replica"
+    ),
 }
 SERVICE_MODE = "kubetrain.io/service-mode"
 
