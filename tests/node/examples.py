@@ -120,3 +120,26 @@ def kubetrain_logs(plane: NodePlane, namespace: str, job: Obj) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+IMAGE = "docker.io/kubetrain/trainer-pytorch:0.1.0"
+# Fails the first time, succeeds once restarted: the emptyDir outlives a container restart, not the pod.
+FAIL_ONCE = "if [ -f /state/ran ]; then echo second run; exit 0; fi; touch /state/ran; exit {code}"
+
+
+def shell_job(name: str, policy: str, script: str) -> dict[str, Any]:
+    """A PyTorchJob of one Master running `script` with `sh` in the trainer image, an emptyDir at /state."""
+    container = {
+        "name": "pytorch", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
+        "command": ["sh", "-c", script], "volumeMounts": [{"name": "state", "mountPath": "/state"}],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+    }  # fmt: skip
+    template = {"spec": {"containers": [container], "volumes": [{"name": "state", "emptyDir": {}}]}}
+    master = {"replicas": 1, "restartPolicy": policy, "template": template}
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
+            "pytorchReplicaSpecs": {"Master": master},
+        },
+    }  # fmt: skip

@@ -13,30 +13,9 @@ import pytest
 from kubetrain.testing.node_plane import NodePlane
 from kubetrain.testing.process import wait_until
 
-from .examples import apply, wait_finished
+from .examples import FAIL_ONCE, apply, shell_job, wait_finished
 
 pytestmark = pytest.mark.node
-
-IMAGE = "docker.io/kubetrain/trainer-pytorch:0.1.0"
-# Fails the first time, succeeds once restarted: the emptyDir outlives a container restart, not the pod.
-FAIL_ONCE = "if [ -f /state/ran ]; then echo second run; exit 0; fi; touch /state/ran; exit {code}"
-
-
-def _job(name: str, policy: str, script: str) -> dict[str, Any]:
-    container = {
-        "name": "pytorch", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
-        "command": ["sh", "-c", script], "volumeMounts": [{"name": "state", "mountPath": "/state"}],
-        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
-    }  # fmt: skip
-    template = {"spec": {"containers": [container], "volumes": [{"name": "state", "emptyDir": {}}]}}
-    master = {"replicas": 1, "restartPolicy": policy, "template": template}
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
-        "spec": {
-            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
-            "pytorchReplicaSpecs": {"Master": master},
-        },
-    }  # fmt: skip
 
 
 def _pod(plane: NodePlane, namespace: str, name: str) -> dict[str, Any]:
@@ -48,7 +27,7 @@ def test_on_failure_restarts_the_container_in_place(
 ) -> None:
     trainer_images("pytorch")
     namespace = node_plane.create_namespace("node-")
-    job = _job("once", "OnFailure", FAIL_ONCE.format(code=3))
+    job = shell_job("once", "OnFailure", FAIL_ONCE.format(code=3))
     apply(node_plane, namespace, [job])
     assert wait_finished(node_plane, namespace, job, 300) == "Succeeded"
     pod = _pod(node_plane, namespace, "once-master-0")
@@ -61,8 +40,8 @@ def test_exit_code_retryable_recreates_the_pod_permanent_fails_the_job(
 ) -> None:
     trainer_images("pytorch")
     namespace = node_plane.create_namespace("node-")
-    retry = _job("retry", "ExitCode", "sleep 1; exit 137")
-    permanent = _job("permanent", "ExitCode", "exit 1")
+    retry = shell_job("retry", "ExitCode", "sleep 1; exit 137")
+    permanent = shell_job("permanent", "ExitCode", "exit 1")
     apply(node_plane, namespace, [retry, permanent])
     assert wait_finished(node_plane, namespace, permanent, 300) == "Failed"
     first = _pod(node_plane, namespace, "retry-master-0")["metadata"]["uid"]
