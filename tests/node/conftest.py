@@ -69,3 +69,11 @@ def trainer_images(node_plane: NodePlane) -> Callable[..., None]:
         node_plane.node.import_images([TRAINER.format(f) for f in frameworks])
 
     return ensure
+
+
+@pytest.fixture
+def namespace_on_node(node_plane: NodePlane, operator_installed: dict[str, Any]) -> Iterator[str]:
+    """A fresh namespace for one test's jobs, deleted afterwards (its pods' containers stop with it)."""
+    name = node_plane.create_namespace("node-")
+    yield name
+    node_plane.delete_namespace(name)

@@ -61,7 +61,7 @@ def apply(plane: NodePlane, namespace: str, objects: list[Obj]) -> None:
 
 def job_state(plane: NodePlane, namespace: str, job: Obj) -> Obj:
     plural, name = job["kind"].lower() + "s", job["metadata"]["name"]
-    status, found = plane.rest.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/{plural}/{name}")
+    status, found = plane.rest.get(f"/apis/{job['apiVersion']}/namespaces/{namespace}/{plural}/{name}")
     assert status == 200, (status, found)
     return dict(found)
 
@@ -101,13 +101,12 @@ def pod_names(plane: NodePlane, namespace: str, job: Obj) -> list[str]:
     return sorted(line.removeprefix("pod/") for line in out.stdout.split())
 
 
-def kubectl_results(plane: NodePlane, namespace: str, pods: list[str], container: str) -> dict[str, Obj]:
-    """Each pod's result line, read with `kubectl logs` (the kubelet's log of the container)."""
-    found = {}
+def kubectl_results(plane: NodePlane, namespace: str, pods: list[str], container: str) -> list[Obj]:
+    """The result lines in every pod's log, read with `kubectl logs` (the kubelet's log of the container):
+    one per rank, except that an MPI launcher's log carries every rank's line (mpirun gathers them)."""
+    found = []
     for pod in pods:
-        lines = results(plane.kubectl("logs", pod, "-c", container, namespace=namespace).stdout)
-        if lines:
-            found[pod] = lines[-1]
+        found += results(plane.kubectl("logs", pod, "-c", container, namespace=namespace).stdout)
     return found
 
 
