@@ -46,6 +46,8 @@ EXAMPLES = {
     "tf-ps-workers": Example("tensorflow/tf-ps-workers.yaml", "tensorflow", "tensorflow", 1),
     "jax-spmd": Example("jax/jax-spmd.yaml", "jax", "jax", 2),
     "pytorch-elastic": Example("pytorch/pytorch-elastic.yaml", "pytorch", "pytorch", 4),
+    "mpi-allreduce-openmpi": Example("mpi/mpi-allreduce-openmpi.yaml", "mpi", "mpi", 3),
+    "mpi-intel": Example("mpi/mpi-intel.yaml", "intelmpi", "mpi", 4),
     "pytorch-ddp-replica-services": Example(
         "pytorch/pytorch-ddp.yaml", "pytorch", "pytorch", 4, service_mode="replica"
     ),
