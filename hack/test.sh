@@ -16,8 +16,13 @@ phase "setup: Go builds in the background (log: $go_log)"
 setsid bash -c 'bash hack/testbin.sh && bash hack/ecosystem.sh && bash hack/peers.sh training-operator' \
   >"$go_log" 2>&1 &
 go_pid=$!
-# its own process group: whatever ends this script (a failed step, Ctrl-C) ends the Go builds too
-trap 'kill -- -"$go_pid" 2>/dev/null || true' EXIT
+# The real node's parts (kubelet, kube-proxy, CoreDNS; Debian's containerd) for the `node` tier: beside the
+# chain above, so that its apt-get and module downloads hide behind the compiles of the other.
+node_log=.ci-logs/node-build.log
+setsid bash hack/node.sh >"$node_log" 2>&1 &
+node_pid=$!
+# their own process groups: whatever ends this script (a failed step, Ctrl-C) ends the Go builds too
+trap 'kill -- -"$go_pid" 2>/dev/null || true; kill -- -"$node_pid" 2>/dev/null || true' EXIT
 phase "setup: venv and Python dependencies"
 bash hack/setup.sh --frameworks
 . .venv/bin/activate
@@ -34,6 +39,12 @@ if ! wait "$go_pid"; then
   exit 1
 fi
 tail -n 3 "$go_log"
+if ! wait "$node_pid"; then
+  cat "$node_log"
+  echo "setup: the real node's build failed (log above)" >&2
+  exit 1
+fi
+tail -n 1 "$node_log"
 phase "ruff";               ruff check kubetrain tests bench
 phase "ruff format";        ruff format --check kubetrain tests bench
 phase "mypy --strict";      mypy && MYPYPATH=bench mypy --strict bench/operator_scale.py bench/operator_at_rest.py bench/opbench

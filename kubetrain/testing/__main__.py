@@ -2,6 +2,9 @@
 
 It prints the `export KUBECONFIG=...` line to paste into another shell, then waits; Ctrl-C or SIGTERM
 stops every component and removes the temporary directory. The same start-up as the pytest fixture.
+With `--real-node` (root; `bash hack/node.sh` first) the plane has a real node instead of kwok's fake ones
+(kubetrain.testing.node_plane): pods run in containers, from the images `--image` names (imported from
+podman's store).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from types import FrameType
 
 from kubetrain.testing.binaries import MissingBinariesError
 from kubetrain.testing.controlplane import ControlPlane
+from kubetrain.testing.node_plane import NodePlane
 
 __all__ = ["main"]
 
@@ -32,6 +36,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="give up starting after this long",
     )
+    parser.add_argument(
+        "--real-node",
+        action="store_true",
+        help="one real node (kubelet, containerd, CNI bridge, kube-proxy, CoreDNS) instead of kwok's",
+    )
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="IMAGE",
+        help="with --real-node: import this image from podman into the node (repeatable)",
+    )
     return parser
 
 
@@ -46,6 +62,9 @@ def _announce(plane: ControlPlane) -> None:
     print(f"  export KUBECONFIG={plane.kubeconfig}")
     print(f"  export PATH={plane.binaries.directory}:$PATH   # the matching kubectl")
     print("  kubectl get nodes")
+    if isinstance(plane, NodePlane):
+        layout = plane.node.layout
+        print(f"real node {layout.name}: logs in {layout.path('logs')}, pods on {layout.pod_cidr}")
     print("Ctrl-C stops it.", flush=True)
 
 
@@ -54,7 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)
-    plane = ControlPlane(start_timeout=args.start_timeout)
+    plane = (
+        NodePlane(images=args.image, start_timeout=args.start_timeout)
+        if args.real_node
+        else ControlPlane(start_timeout=args.start_timeout)
+    )
     try:
         plane.start()
         _announce(plane)

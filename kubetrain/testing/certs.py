@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Pki", "ServingTls", "make_pki", "make_serving_tls"]
+__all__ = ["Pki", "ServingTls", "make_pki", "make_serving_tls", "sign_serving"]
 
 _DAYS = "2"
 _EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
@@ -93,8 +93,24 @@ def make_serving_tls(directory: Path, name: str) -> ServingTls:
     return ServingTls(ca_crt=directory / "ca.crt", crt=crt, key=key)
 
 
-def make_pki(directory: Path) -> Pki:
-    """Create the CA, serving, admin and ServiceAccount-signing material in `directory`."""
+def _serving_extensions(ips: tuple[str, ...], dns: tuple[str, ...]) -> str:
+    names = ",".join([*(f"IP:{ip}" for ip in ips), *(f"DNS:{name}" for name in dns)])
+    usage = "extendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+    return f"subjectAltName={names}\n{usage}"
+
+
+def sign_serving(directory: Path, name: str, ips: tuple[str, ...]) -> tuple[Path, Path]:
+    """A serving certificate and key (`name`.crt, `name`.key) for `ips`, signed by the plane's CA in
+    `directory` (e.g. a real kubelet's, whose certificate the API server checks)."""
+    return _signed(directory, name, f"/CN={name}", _serving_extensions(ips, ()))
+
+
+_APISERVER_DNS = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+
+
+def make_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
+    """Create the CA, serving, admin and ServiceAccount-signing material in `directory`. `extra_ips`: more
+    addresses the API server is reached at (the real node's bridge, the `kubernetes` Service)."""
     if shutil.which("openssl") is None:
         raise RuntimeError("the `openssl` command is needed to make the test control plane's certificates")
     _make_ca(directory, "kubetrain-test-ca")
@@ -102,8 +118,7 @@ def make_pki(directory: Path) -> Pki:
         directory,
         "apiserver",
         "/CN=kube-apiserver",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\n",
+        _serving_extensions(("127.0.0.1", *extra_ips), _APISERVER_DNS if extra_ips else ("localhost",)),
     )
     admin_crt, admin_key = _signed(
         directory,

@@ -72,13 +72,34 @@ def etcd_args(bins: Binaries, ports: Ports, data_dir: Path) -> list[str]:
     ]
 
 
-def apiserver_args(bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path) -> list[str]:
-    server = f"https://127.0.0.1:{ports.apiserver}"
+def apiserver_args(
+    bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path, address: str = "127.0.0.1"
+) -> list[str]:
+    """`address`: where it binds and what it advertises; anything but loopback (a real node's bridge, which
+    pods reach) also publishes it as the `kubernetes` Service's endpoint and lets it call a real kubelet."""
+    server = f"https://{address}:{ports.apiserver}"
+    base = _apiserver_base(bins, ports, pki, cert_dir, server=server, address=address)
+    return [*base, *_node_args(pki, address)]
+
+
+def _node_args(pki: Pki, address: str) -> list[str]:
+    if address == "127.0.0.1":
+        return ["--endpoint-reconciler-type=none"]
+    return [
+        "--endpoint-reconciler-type=lease",
+        f"--kubelet-client-certificate={pki.admin_crt}",
+        f"--kubelet-client-key={pki.admin_key}",
+    ]
+
+
+def _apiserver_base(
+    bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path, *, server: str, address: str
+) -> list[str]:
     return [
         str(bins.kube_apiserver),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        f"--bind-address={address}",
+        f"--advertise-address={address}",
         f"--secure-port={ports.apiserver}",
         f"--cert-dir={cert_dir}",
         f"--tls-cert-file={pki.serving_crt}",
@@ -92,7 +113,6 @@ def apiserver_args(bins: Binaries, ports: Ports, pki: Pki, cert_dir: Path) -> li
         "--allow-privileged=true",
         "--disable-admission-plugins=TaintNodesByCondition",
         "--enable-priority-and-fairness=false",
-        "--endpoint-reconciler-type=none",
         "--kubelet-preferred-address-types=InternalIP",  # kwok's nodes: 127.0.0.1, where kwok listens
         f"--kubelet-certificate-authority={pki.ca_crt}",  # kwok serves with the plane's serving certificate
         "--profiling=false",

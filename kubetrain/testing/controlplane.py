@@ -88,6 +88,10 @@ class ControlPlane:
         self._etcd_endpoint = ""
         self._apiserver_argv: list[str] = []
         self.start_seconds = 0.0
+        # Where the API server binds, and more names for its certificate: a subclass with a real node
+        # (kubetrain.testing.node_plane) sets them to the node's bridge, which pods can reach.
+        self._address = "127.0.0.1"
+        self._extra_ips: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> ControlPlane:
@@ -149,16 +153,17 @@ class ControlPlane:
         return process
 
     def _start_all(self, bins: Binaries, work: Path) -> None:
-        pki = make_pki(work / "pki")
+        pki = make_pki(work / "pki", self._extra_ips)
         ports = comp.Ports(free_port(), free_port(), free_port(), free_port(), free_port())
         shm = _SHM if os.access(_SHM, os.W_OK) else None
         etcd = self._spawn("etcd", comp.etcd_args(bins, ports, self._mkdtemp(shm) / "etcd"))
         health = f"http://127.0.0.1:{ports.etcd_client}/health"
         wait_until("etcd /health", lambda: http_ok(health), timeout=self._timeout, processes=[etcd])
-        argv = comp.apiserver_args(bins, ports, pki, work / "apiserver") + self._audit_args(work)
+        argv = comp.apiserver_args(bins, ports, pki, work / "apiserver", self._address)
+        argv += self._audit_args(work)
         self._etcd_endpoint, self._apiserver_argv = f"http://127.0.0.1:{ports.etcd_client}", argv
         apiserver = self._spawn("kube-apiserver", argv)
-        server = f"https://127.0.0.1:{ports.apiserver}"
+        server = f"https://{self._address}:{ports.apiserver}"
         self._rest = AdminRest(server, pki.ca_crt, pki.admin_crt, pki.admin_key)
         admin = write_kubeconfig(
             work / "admin.kubeconfig", server=server, ca_file=pki.ca_crt, user="kubetrain-admin",

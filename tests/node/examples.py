@@ -1,0 +1,144 @@
+"""Helpers of the node tier's example tests: apply an example as a user would, wait for its verdict, and
+read each replica's `kubetrain-result` line from `kubectl logs` and from `kubetrain logs`.
+
+Two changes to what the files say, both because the node is one 2-core machine, and both printed by the
+test that makes them:
+- each container's CPU and memory *requests* are lowered (limits stay) so that all replicas fit the node
+  (a container with limits only requests its limits: 4 replicas of 2 CPUs each would never schedule);
+- `cleanPodPolicy` becomes `None`, so that a finished replica's log can still be read from the kubelet
+  (cleanPodPolicy itself is tested with real containers in test_failures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetrain.runtimes.examples.common import RESULT_PREFIX
+from kubetrain.testing.node_plane import NodePlane
+from kubetrain.testing.process import wait_until
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+REQUESTS = {"cpu": "50m", "memory": "64Mi"}
+Obj = dict[str, Any]
+
+
+def _replica_specs(job: Obj) -> dict[str, Obj]:
+    spec = job["spec"]
+    key = next(k for k in spec if k.endswith("ReplicaSpecs"))
+    return dict(spec[key])
+
+
+def fit_to_node(job: Obj) -> Obj:
+    """The job with small requests (limits kept) and cleanPodPolicy None."""
+    for replica in _replica_specs(job).values():
+        pod = replica["template"]["spec"]
+        for container in [*pod.get("initContainers", []), *pod["containers"]]:
+            container.setdefault("resources", {})["requests"] = dict(REQUESTS)
+    job["spec"].setdefault("runPolicy", {})["cleanPodPolicy"] = "None"
+    return job
+
+
+def load_example(relative: str) -> tuple[Obj, list[Obj]]:
+    """The job of `examples/<relative>` and the other objects the file carries."""
+    docs = [d for d in yaml.safe_load_all((EXAMPLES / relative).read_text()) if d]
+    jobs = [d for d in docs if d.get("apiVersion", "").startswith("kubeflow.org/")]
+    assert len(jobs) == 1, relative
+    return jobs[0], [d for d in docs if d is not jobs[0]]
+
+
+def apply(plane: NodePlane, namespace: str, objects: list[Obj]) -> None:
+    text = yaml.safe_dump_all(objects)
+    plane.kubectl("apply", "-f", "-", namespace=namespace, input=text)
+
+
+def job_state(plane: NodePlane, namespace: str, job: Obj) -> Obj:
+    plural, name = job["kind"].lower() + "s", job["metadata"]["name"]
+    status, found = plane.rest.get(f"/apis/{job['apiVersion']}/namespaces/{namespace}/{plural}/{name}")
+    assert status == 200, (status, found)
+    return dict(found)
+
+
+def wait_finished(plane: NodePlane, namespace: str, job: Obj, timeout: float) -> str:
+    """Succeeded or Failed, whichever condition comes first; the seconds it took are printed."""
+    found: list[str] = []
+
+    def finished() -> bool:
+        conditions = job_state(plane, namespace, job).get("status", {}).get("conditions", [])
+        found[:] = [
+            c["type"] for c in conditions if c["type"] in {"Succeeded", "Failed"} and c["status"] == "True"
+        ]
+        return bool(found)
+
+    began = time.monotonic()
+    wait_until(f"{job['kind']} {job['metadata']['name']} finished", finished, timeout=timeout, interval=1.0)
+    print(f"{job['kind']} {job['metadata']['name']}: {found[0]} after {time.monotonic() - began:.0f} s")
+    return found[0]
+
+
+def results(text: str) -> list[Obj]:
+    """The `kubetrain-result` JSON of every line that carries one (after any `[replica] ` prefix)."""
+    found = []
+    for line in text.splitlines():
+        _, sep, rest = line.partition(RESULT_PREFIX)
+        if sep:
+            found.append(dict(json.loads(rest)))
+    return found
+
+
+def pod_names(plane: NodePlane, namespace: str, job: Obj) -> list[str]:
+    name = job["metadata"]["name"]
+    out = plane.kubectl(
+        "get", "pods", "-l", f"training.kubeflow.org/job-name={name}", "-o", "name", namespace=namespace
+    )
+    return sorted(line.removeprefix("pod/") for line in out.stdout.split())
+
+
+def kubectl_results(plane: NodePlane, namespace: str, pods: list[str], container: str) -> list[Obj]:
+    """The result lines in every pod's log, read with `kubectl logs` (the kubelet's log of the container):
+    one per rank, except that an MPI launcher's log carries every rank's line (mpirun gathers them)."""
+    found = []
+    for pod in pods:
+        found += results(plane.kubectl("logs", pod, "-c", container, namespace=namespace).stdout)
+    return found
+
+
+def kubetrain_logs(plane: NodePlane, namespace: str, job: Obj) -> str:
+    """`kubetrain logs KIND NAME`, as a user runs it."""
+    argv = [sys.executable, "-m", "kubetrain.cli", "logs", job["kind"], job["metadata"]["name"]]
+    argv += ["-n", namespace, "--kubeconfig", str(plane.kubeconfig)]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, check=False, env=dict(os.environ)
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+IMAGE = "docker.io/kubetrain/trainer-pytorch:0.1.0"
+# Fails the first time, succeeds once restarted: the emptyDir outlives a container restart, not the pod.
+FAIL_ONCE = "if [ -f /state/ran ]; then echo second run; exit 0; fi; touch /state/ran; exit {code}"
+
+
+def shell_job(name: str, policy: str, script: str) -> dict[str, Any]:
+    """A PyTorchJob of one Master running `script` with `sh` in the trainer image, an emptyDir at /state."""
+    container = {
+        "name": "pytorch", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
+        "command": ["sh", "-c", script], "volumeMounts": [{"name": "state", "mountPath": "/state"}],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+    }  # fmt: skip
+    template = {"spec": {"containers": [container], "volumes": [{"name": "state", "emptyDir": {}}]}}
+    master = {"replicas": 1, "restartPolicy": policy, "template": template}
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
+            "pytorchReplicaSpecs": {"Master": master},
+        },
+    }  # fmt: skip

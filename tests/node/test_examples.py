@@ -1,0 +1,88 @@
+"""Examples train to Succeeded in real containers on the real node: the operator (from its image, installed
+by `kubectl apply -k manifests/base`) creates the pods, the kubelet runs them, peers find each other only
+through cluster DNS (CoreDNS over the job's headless Service and its EndpointSlices), and every replica's
+accuracy is read from the kubelet's log of its container, with `kubectl logs` and `kubetrain logs` alike.
+See tests/node/examples.py for the two changes a 2-core node needs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from kubetrain.testing.node_plane import NodePlane
+
+from .examples import (
+    apply,
+    fit_to_node,
+    kubectl_results,
+    kubetrain_logs,
+    load_example,
+    pod_names,
+    results,
+    wait_finished,
+)
+
+pytestmark = pytest.mark.node
+
+ACCURACY = 0.8
+
+
+@dataclass(frozen=True)
+class Example:
+    path: str
+    image: str
+    container: str
+    results: int  # replicas that print a result line
+    timeout: float = 900.0
+    service_mode: str | None = None
+
+
+EXAMPLES = {
+    "pytorch-ddp": Example("pytorch/pytorch-ddp.yaml", "pytorch", "pytorch", 4),
+    "tf-multiworker": Example("tensorflow/tf-multiworker-mirrored.yaml", "tensorflow", "tensorflow", 4),
+    "tf-ps-workers": Example("tensorflow/tf-ps-workers.yaml", "tensorflow", "tensorflow", 1),
+    "jax-spmd": Example("jax/jax-spmd.yaml", "jax", "jax", 2),
+    "pytorch-elastic": Example("pytorch/pytorch-elastic.yaml", "pytorch", "pytorch", 4),
+    "mpi-allreduce-openmpi": Example("mpi/mpi-allreduce-openmpi.yaml", "mpi", "mpi", 3),
+    "mpi-intel": Example("mpi/mpi-intel.yaml", "intelmpi", "mpi", 4),
+    "pytorch-ddp-replica-services": Example(
+        "pytorch/pytorch-ddp.yaml", "pytorch", "pytorch", 4, service_mode="replica"
+    ),
+    "tf-multiworker-replica-services": Example(
+        "tensorflow/tf-multiworker-mirrored.yaml", "tensorflow", "tensorflow", 4, service_mode="replica"
+    ),
+}
+SERVICE_MODE = "kubetrain.io/service-mode"
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_trains_to_succeeded_in_real_containers(
+    name: str,
+    node_plane: NodePlane,
+    operator_installed: dict[str, Any],
+    trainer_images: Callable[..., None],
+    namespace_on_node: str,
+) -> None:
+    example = EXAMPLES[name]
+    trainer_images(example.image)
+    namespace = namespace_on_node
+    job, others = load_example(example.path)
+    if example.service_mode:
+        job["metadata"].setdefault("annotations", {})[SERVICE_MODE] = example.service_mode
+    apply(node_plane, namespace, [*others, fit_to_node(job)])
+    verdict = wait_finished(node_plane, namespace, job, example.timeout)
+    pods = pod_names(node_plane, namespace, job)
+    found = kubectl_results(node_plane, namespace, pods, example.container)
+    assert verdict == "Succeeded", {
+        p: node_plane.kubectl("logs", p, namespace=namespace, check=False).stdout[-2000:] for p in pods
+    }
+    assert len(found) == example.results, f"result lines {found} of {pods}"
+    for result in found:
+        assert result["accuracy"] >= ACCURACY, f"a replica learned too little: {result}"
+    digests = {r.get("weights_sha256") for r in found}
+    assert len(digests) == 1, f"replicas ended apart: {found}"
+    via_cli = results(kubetrain_logs(node_plane, namespace, job))
+    assert sorted(map(str, via_cli)) == sorted(map(str, found))

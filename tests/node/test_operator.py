@@ -1,0 +1,72 @@
+"""The operator installed exactly as README says, `kubectl apply -k manifests/base`, on a real node: its pod
+starts from the operator image under the shipped securityContext (non-root, read-only root filesystem, no
+capabilities), becomes Ready through its own probes, holds the leader Lease, reaches the API server through
+the `kubernetes` Service, and serves /metrics through its Service. Nothing runs the operator on the host."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+import pytest
+
+from kubetrain.testing.node_plane import NodePlane
+from kubetrain.testing.process import wait_until
+
+from .conftest import NAMESPACE, OPERATOR, OPERATOR_IMAGE
+from .conftest import kubectl_json as _json
+
+pytestmark = pytest.mark.node
+
+
+@pytest.fixture
+def installed(operator_installed: dict[str, Any]) -> dict[str, Any]:
+    return operator_installed
+
+
+def test_operator_pod_runs_from_its_image_under_the_shipped_security_context(
+    node_plane: NodePlane, installed: dict[str, Any]
+) -> None:
+    assert installed["spec"]["nodeName"] == node_plane.node.name
+    (status,) = installed["status"]["containerStatuses"]
+    assert status["ready"] is True
+    assert status["restartCount"] == 0, node_plane.kubectl(
+        "logs", installed["metadata"]["name"], "--previous", namespace=NAMESPACE, check=False
+    ).stdout
+    assert status["image"] == OPERATOR_IMAGE
+    # The process really runs as 65532 on a read-only root: read from inside the container by the kubelet.
+    name = installed["metadata"]["name"]
+    probe = "id -u; touch /probe 2>&1 || true; touch /tmp/probe && echo tmp-writable"
+    out = node_plane.kubectl("exec", name, "--", "sh", "-c", probe, namespace=NAMESPACE).stdout
+    assert out.splitlines()[0] == "65532"
+    assert "Read-only file system" in out
+    assert "tmp-writable" in out
+
+
+def test_operator_holds_the_lease_and_logs_through_the_kubelet(
+    node_plane: NodePlane, installed: dict[str, Any]
+) -> None:
+    pod = installed["metadata"]["name"]
+
+    def holder() -> str:
+        lease = _json(node_plane, "get", "lease", OPERATOR)
+        return str(lease["spec"].get("holderIdentity") or "")
+
+    wait_until("the operator leads", lambda: holder().startswith(pod), timeout=60)
+    logs = node_plane.kubectl("logs", pod, namespace=NAMESPACE).stdout.splitlines()
+    records = [json.loads(line) for line in logs if line.startswith("{")]
+    assert records, logs[-20:]
+
+
+def test_metrics_are_scraped_through_the_service(node_plane: NodePlane, installed: dict[str, Any]) -> None:
+    service = _json(node_plane, "get", "service", f"{OPERATOR}-metrics")
+    url = f"http://{service['spec']['clusterIP']}:8080/metrics"
+    found: list[str] = []
+
+    def leading() -> bool:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            found[:] = response.read().decode().splitlines()
+        return 'leader_election_master_status{name="kubetrain-operator"} 1.0' in found
+
+    wait_until(f"{url} says the operator leads", leading, timeout=60)
