@@ -6,6 +6,8 @@ the `kubernetes` Service, and serves /metrics through its Service. Nothing runs 
 from __future__ import annotations
 
 import json
+import ssl
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -60,13 +62,32 @@ def test_operator_holds_the_lease_and_logs_through_the_kubelet(
 
 
 def test_metrics_are_scraped_through_the_service(node_plane: NodePlane, installed: dict[str, Any]) -> None:
+    """HTTPS by default: a scrape without a token is refused, one by a ServiceAccount bound to the shipped
+    ClusterRole kubetrain-metrics-reader is served (TokenReview and SubjectAccessReview by the operator)."""
     service = _json(node_plane, "get", "service", f"{OPERATOR}-metrics")
-    url = f"http://{service['spec']['clusterIP']}:8080/metrics"
+    url = f"https://{service['spec']['clusterIP']}:8080/metrics"
+    node_plane.kubectl("create", "serviceaccount", "scraper", namespace=NAMESPACE)
+    node_plane.kubectl(
+        "create", "clusterrolebinding", "scraper-reads-metrics", "--clusterrole=kubetrain-metrics-reader",
+        f"--serviceaccount={NAMESPACE}:scraper",
+    )  # fmt: skip
+    token = node_plane.kubectl("create", "token", "scraper", namespace=NAMESPACE).stdout.strip()
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # the operator's self-signed pair
     found: list[str] = []
 
+    def status(headers: dict[str, str]) -> int:
+        request = urllib.request.Request(url, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5, context=insecure) as response:
+                found[:] = response.read().decode().splitlines()
+                return int(response.status)
+        except urllib.error.HTTPError as err:
+            return err.code
+
     def leading() -> bool:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            found[:] = response.read().decode().splitlines()
-        return 'leader_election_master_status{name="kubetrain-operator"} 1.0' in found
+        ok = status({"Authorization": f"Bearer {token}"}) == 200
+        return ok and 'leader_election_master_status{name="kubetrain-operator"} 1.0' in found
 
     wait_until(f"{url} says the operator leads", leading, timeout=60)
+    assert status({}) == 401
