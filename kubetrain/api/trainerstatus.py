@@ -6,8 +6,9 @@ same wire shape, so Kubeflow's instrumentation works against these kinds unchang
 
 The bounds keep one job's status small whatever a training script sends: a percentage of 0-100, a
 non-negative estimate, at most `MAX_METRICS` metrics, names and values of at most `MAX_METRIC_NAME` and
-`MAX_METRIC_VALUE` characters. The generated CRD carries the same bounds, so the API server enforces them
-against any writer, and the operator's endpoint refuses a report that breaks them before writing anything.
+`MAX_METRIC_VALUE` characters (defined once, in the runtime contract that the pods' helpers share). The
+generated CRD carries the same bounds, so the API server enforces them against any writer, and the
+operator's endpoint refuses a report that breaks them before writing anything.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from kubetrain.api.meta import Int32, Int64, Time, WireModel
+from kubetrain.runtimes.contract.progress import MAX_METRIC_NAME, MAX_METRIC_VALUE, MAX_METRICS
 
 __all__ = [
     "MAX_METRICS",
@@ -26,13 +28,6 @@ __all__ = [
     "TrainerStatus",
     "latest_metric",
 ]
-
-MAX_METRICS = 16
-"""The most metrics one status holds: a loss, an accuracy, a learning rate and a few more, never a history."""
-MAX_METRIC_NAME = 64
-"""The longest metric name (`val_accuracy`, `train/loss`...)."""
-MAX_METRIC_VALUE = 64
-"""The longest metric value: a number written as a string, with room for a unit."""
 
 MetricName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_METRIC_NAME)]
 MetricValue = Annotated[str, StringConstraints(max_length=MAX_METRIC_VALUE)]
