@@ -33,6 +33,7 @@ from kubetrain.runtimes.examples.common import (
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     shard,
     start_watchdog,
 )
@@ -64,7 +65,14 @@ def train(ctx: kt_xgb.XGBoostContext, args: TrainArgs, data: Digits) -> tuple[An
         maybe_fail(args, epoch, ctx.rank)
         return False  # do not stop
 
-    drill = type("FailureDrill", (xgb.callback.TrainingCallback,), {"before_iteration": before_iteration})
+    def after_iteration(_self: Any, model: Any, epoch: int, log: Any) -> bool:
+        if ctx.rank == 0:
+            loss = float(log["train"]["mlogloss"][-1])
+            report_epoch(0, epoch, args.epochs, loss=loss, accuracy=evaluate(model, data))
+        return False
+
+    hooks = {"before_iteration": before_iteration, "after_iteration": after_iteration}
+    drill = type("FailureDrill", (xgb.callback.TrainingCallback,), hooks)
     booster = xgb.train(
         params,
         train_set,
