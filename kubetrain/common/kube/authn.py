@@ -1,0 +1,254 @@
+"""Who is calling, and may they: bearer tokens checked by the API server, with a small cache.
+
+Endpoints the operator serves to other pods (`/metrics`; a training-progress endpoint) must not trust
+the network. As controller-runtime's `filters.WithAuthenticationAndAuthorization` does, a caller's
+bearer token is sent to the API server in a `TokenReview` (who is it?) and the answer in a
+`SubjectAccessReview` (may it do this?). Both answers are cached for a while, so a scraper every 15 s
+costs the API server nothing after its first scrape: a token 1 minute (allowed or not), an allowed
+access 5 minutes, a denied one 30 seconds, as controller-runtime's defaults.
+
+`Identity` carries what a TokenReview says, the bound pod's name included (for a projected
+ServiceAccount token: `user.extra["authentication.kubernetes.io/pod-name"]`), and `TokenAuthenticator`
+takes the `audiences` the token must be meant for (empty: the API server's own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Generic, TypeVar
+
+from kubetrain.common.clock import Clock, SystemClock
+from kubetrain.common.errors import ApiError
+from kubetrain.common.kube.client import ApiClient
+from kubetrain.common.kube.resources import Obj, Resource
+
+__all__ = [
+    "POD_NAME_EXTRA",
+    "POD_UID_EXTRA",
+    "SUBJECT_ACCESS_REVIEWS",
+    "TOKEN_REVIEWS",
+    "AccessAuthorizer",
+    "BearerGuard",
+    "Identity",
+    "NonResourceAccess",
+    "ResourceAccess",
+    "TokenAuthenticator",
+    "bearer_token",
+]
+
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
+POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
+POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An authenticated caller, as the API server's TokenReview named it."""
+
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    audiences: tuple[str, ...] = ()
+    """The audiences of the request the token was found valid for."""
+
+    @property
+    def pod_name(self) -> str | None:
+        """The pod a projected ServiceAccount token is bound to (None for other tokens)."""
+        return next(iter(self.extra.get(POD_NAME_EXTRA, ())), None)
+
+    @property
+    def pod_uid(self) -> str | None:
+        return next(iter(self.extra.get(POD_UID_EXTRA, ())), None)
+
+    @classmethod
+    def from_review(cls, status: Obj) -> Identity:
+        user = status.get("user") or {}
+        extra = {str(k): tuple(v or ()) for k, v in (user.get("extra") or {}).items()}
+        return cls(
+            username=str(user.get("username", "")),
+            uid=str(user.get("uid", "")),
+            groups=tuple(user.get("groups") or ()),
+            extra=extra,
+            audiences=tuple(status.get("audiences") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class NonResourceAccess:
+    """A request for a URL that is not an API resource, e.g. GET /metrics (verb in lower case)."""
+
+    path: str
+    verb: str = "get"
+
+    def spec(self) -> Obj:
+        return {"nonResourceAttributes": {"path": self.path, "verb": self.verb}}
+
+
+@dataclass(frozen=True)
+class ResourceAccess:
+    """A verb on an API resource (its subresource and name optional), in a namespace or cluster-wide."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+    def spec(self) -> Obj:
+        attrs = {
+            "verb": self.verb,
+            "group": self.group,
+            "resource": self.resource,
+            "namespace": self.namespace,
+            "name": self.name,
+            "subresource": self.subresource,
+        }
+        return {"resourceAttributes": {k: v for k, v in attrs.items() if v}}
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header value (None when there is none)."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+class _TtlCache(Generic[K, V]):
+    """At most `size` answers, each kept for the seconds given when stored; the oldest goes first."""
+
+    def __init__(self, clock: Clock, size: int) -> None:
+        self._clock = clock
+        self._size = size
+        self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        hit = self._items.get(key)
+        if hit is None:
+            return None
+        if hit[0] <= self._clock.monotonic():
+            del self._items[key]
+            return None
+        return hit[1]
+
+    def put(self, key: K, value: V, ttl: float) -> None:
+        self._items[key] = (self._clock.monotonic() + ttl, value)
+        self._items.move_to_end(key)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+
+class TokenAuthenticator:
+    """`authenticate(token)`: the caller's Identity, or None when the API server does not accept it.
+
+    `audiences`: what the token must be meant for (a TokenReview's `spec.audiences`); empty means the
+    API server's own. Answers are cached `ttl` seconds by a hash of the token (never the token itself).
+    Errors talking to the API server (`ApiError`) are raised, not cached.
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        audiences: Sequence[str] = (),
+        ttl: float = 60.0,
+        size: int = 1024,
+        clock: Clock | None = None,
+    ) -> None:
+        self._api = api
+        self._audiences = list(audiences)
+        self._ttl = ttl
+        self._cache: _TtlCache[bytes, Identity | bool] = _TtlCache(clock or SystemClock(), size)
+
+    async def authenticate(self, token: str) -> Identity | None:
+        key = hashlib.sha256(token.encode()).digest()
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached if isinstance(cached, Identity) else None
+        spec: Obj = {"token": token}
+        if self._audiences:
+            spec["audiences"] = self._audiences
+        review = await self._api.create(TOKEN_REVIEWS, None, {"spec": spec})
+        status = review.get("status") or {}
+        identity = Identity.from_review(status) if status.get("authenticated") else None
+        self._cache.put(key, identity or False, self._ttl)
+        return identity
+
+
+class AccessAuthorizer:
+    """`allowed(identity, access)`: the API server's SubjectAccessReview answer, cached.
+
+    An allowed answer is kept `allow_ttl` seconds, a denied one `deny_ttl`. Errors (`ApiError`) are raised.
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        allow_ttl: float = 300.0,
+        deny_ttl: float = 30.0,
+        size: int = 1024,
+        clock: Clock | None = None,
+    ) -> None:
+        self._api = api
+        self._allow_ttl = allow_ttl
+        self._deny_ttl = deny_ttl
+        self._cache: _TtlCache[tuple[object, ...], bool] = _TtlCache(clock or SystemClock(), size)
+
+    async def allowed(self, identity: Identity, access: NonResourceAccess | ResourceAccess) -> bool:
+        key = (identity.username, identity.uid, identity.groups, tuple(identity.extra.items()), access)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        spec: Obj = {"user": identity.username, "groups": list(identity.groups), **access.spec()}
+        if identity.uid:
+            spec["uid"] = identity.uid
+        if identity.extra:
+            spec["extra"] = {k: list(v) for k, v in identity.extra.items()}
+        review = await self._api.create(SUBJECT_ACCESS_REVIEWS, None, {"spec": spec})
+        allowed = bool((review.get("status") or {}).get("allowed"))
+        self._cache.put(key, allowed, self._allow_ttl if allowed else self._deny_ttl)
+        return allowed
+
+
+class BearerGuard:
+    """controller-runtime's `filters.WithAuthenticationAndAuthorization` for one endpoint's requests.
+
+    Called with the request's Authorization header and path: None when the caller may GET the path (as a
+    nonResourceURL), else the status to answer: 401 without a token or with one the API server does not
+    accept, 403 when RBAC does not allow it, 500 when the API server could not be asked.
+    """
+
+    def __init__(self, authenticator: TokenAuthenticator, authorizer: AccessAuthorizer) -> None:
+        self._authn = authenticator
+        self._authz = authorizer
+
+    async def __call__(self, authorization: str | None, path: str) -> HTTPStatus | None:
+        token = bearer_token(authorization)
+        if token is None:
+            return HTTPStatus.UNAUTHORIZED
+        try:
+            who = await self._authn.authenticate(token)
+            if who is None:
+                return HTTPStatus.UNAUTHORIZED
+            if await self._authz.allowed(who, NonResourceAccess(path)):
+                return None
+        except ApiError as err:
+            log.warning("cannot check a request for %s with the API server: %s", path, err)
+            return HTTPStatus.INTERNAL_SERVER_ERROR
+        log.debug("%s may not get %s", who.username, path)
+        return HTTPStatus.FORBIDDEN

@@ -1,0 +1,176 @@
+"""TokenAuthenticator and AccessAuthorizer over a scripted API: what they send, what they cache, how long.
+
+The real API server's answers (a ServiceAccount token accepted, RBAC deciding) are tested in
+tests/integration/test_operator_metrics.py; here the reviews are scripted so the cache's lifetimes can be
+driven on a fake clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubetrain.common.errors import ServerError
+from kubetrain.common.kube.authn import (
+    SUBJECT_ACCESS_REVIEWS,
+    TOKEN_REVIEWS,
+    AccessAuthorizer,
+    BearerGuard,
+    Identity,
+    NonResourceAccess,
+    ResourceAccess,
+    TokenAuthenticator,
+    bearer_token,
+)
+from kubetrain.common.kube.resources import Obj, Resource
+from kubetrain.common.testing import FakeClock
+
+POD_SA = {
+    "username": "system:serviceaccount:team:trainer",
+    "uid": "u-1",
+    "groups": ["system:serviceaccounts", "system:serviceaccounts:team"],
+    "extra": {"authentication.kubernetes.io/pod-name": ["job-worker-0"]},
+}
+
+
+class ScriptedApi:
+    """Answers creates of reviews with `status`; records each spec sent."""
+
+    def __init__(self, status: Obj | Exception) -> None:
+        self.status = status
+        self.sent: list[tuple[Resource, Obj]] = []
+
+    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        assert namespace is None
+        self.sent.append((res, body["spec"]))
+        if isinstance(self.status, Exception):
+            raise self.status
+        return {**body, "status": self.status}
+
+
+def authenticator(api: ScriptedApi, clock: FakeClock, **kw: Any) -> TokenAuthenticator:
+    return TokenAuthenticator(api, clock=clock, **kw)  # type: ignore[arg-type]
+
+
+async def test_an_accepted_token_names_the_caller_and_its_pod() -> None:
+    api = ScriptedApi({"authenticated": True, "user": POD_SA, "audiences": ["kubetrain"]})
+    auth = authenticator(api, FakeClock(), audiences=["kubetrain"])
+    who = await auth.authenticate("tok")
+    assert who is not None
+    assert who.username == "system:serviceaccount:team:trainer"
+    assert who.pod_name == "job-worker-0"
+    assert who.audiences == ("kubetrain",)
+    assert api.sent == [(TOKEN_REVIEWS, {"token": "tok", "audiences": ["kubetrain"]})]
+
+
+async def test_answers_are_cached_for_a_minute_refused_ones_too() -> None:
+    clock = FakeClock()
+    api = ScriptedApi({"authenticated": False, "error": "invalid bearer token"})
+    auth = authenticator(api, clock)
+    assert await auth.authenticate("bad") is None
+    assert await auth.authenticate("bad") is None
+    assert len(api.sent) == 1
+    await clock.advance(61)
+    assert await auth.authenticate("bad") is None
+    assert len(api.sent) == 2
+
+
+async def test_an_api_failure_is_raised_and_not_cached() -> None:
+    api = ScriptedApi(ServerError("down", status=503))
+    auth = authenticator(api, FakeClock())
+    for _ in range(2):
+        with pytest.raises(ServerError):
+            await auth.authenticate("tok")
+    assert len(api.sent) == 2
+
+
+async def test_the_cache_is_bounded_oldest_first() -> None:
+    api = ScriptedApi({"authenticated": True, "user": POD_SA})
+    auth = authenticator(api, FakeClock(), size=2)
+    for token in ("a", "b", "c", "a"):
+        await auth.authenticate(token)
+    assert [spec["token"] for _, spec in api.sent] == ["a", "b", "c", "a"]
+
+
+async def test_access_reviews_send_the_identity_and_cache_allow_longer_than_deny() -> None:
+    clock = FakeClock()
+    api = ScriptedApi({"allowed": False})
+    authz = AccessAuthorizer(api, clock=clock)  # type: ignore[arg-type]
+    who = Identity.from_review({"user": POD_SA})
+    metrics = NonResourceAccess("/metrics")
+    assert not await authz.allowed(who, metrics)
+    assert api.sent[0] == (
+        SUBJECT_ACCESS_REVIEWS,
+        {
+            "user": POD_SA["username"],
+            "uid": "u-1",
+            "groups": POD_SA["groups"],
+            "extra": POD_SA["extra"],
+            "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+        },
+    )
+    api.status = {"allowed": True}
+    await clock.advance(29)
+    assert not await authz.allowed(who, metrics)  # the denial is still cached
+    await clock.advance(2)
+    assert await authz.allowed(who, metrics)
+    await clock.advance(299)
+    assert await authz.allowed(who, metrics)
+    assert len(api.sent) == 2
+
+
+async def test_resource_access_names_only_what_is_set() -> None:
+    api = ScriptedApi({"allowed": True})
+    authz = AccessAuthorizer(api, clock=FakeClock())  # type: ignore[arg-type]
+    access = ResourceAccess("get", "pytorchjobs", group="kubeflow.org", namespace="team", name="job")
+    assert await authz.allowed(Identity("alice"), access)
+    assert api.sent[0][1]["resourceAttributes"] == {
+        "verb": "get",
+        "group": "kubeflow.org",
+        "resource": "pytorchjobs",
+        "namespace": "team",
+        "name": "job",
+    }
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [("Bearer abc", "abc"), ("bearer  abc ", "abc"), ("Basic abc", None), ("Bearer", None), (None, None)],
+)
+def test_bearer_token(header: str | None, token: str | None) -> None:
+    assert bearer_token(header) == token
+
+
+class TwoReviews(ScriptedApi):
+    """A TokenReview answered `token`, a SubjectAccessReview `access`."""
+
+    def __init__(self, token: Obj, access: Obj | Exception) -> None:
+        super().__init__(token)
+        self.access = access
+
+    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        if res is TOKEN_REVIEWS:
+            return await super().create(res, namespace, body)
+        if isinstance(self.access, Exception):
+            raise self.access
+        return {"status": self.access}
+
+
+@pytest.mark.parametrize(
+    ("header", "token", "access", "expected"),
+    [
+        (None, {"authenticated": True, "user": POD_SA}, {"allowed": True}, 401),
+        ("Basic dTpw", {"authenticated": True, "user": POD_SA}, {"allowed": True}, 401),
+        ("Bearer t", {"authenticated": False}, {"allowed": True}, 401),
+        ("Bearer t", {"authenticated": True, "user": POD_SA}, {"allowed": False}, 403),
+        ("Bearer t", {"authenticated": True, "user": POD_SA}, ServerError("down", status=503), 500),
+        ("Bearer t", {"authenticated": True, "user": POD_SA}, {"allowed": True}, None),
+    ],
+)
+async def test_bearer_guard_answers_as_controller_runtime(
+    header: str | None, token: Obj, access: Obj | Exception, expected: int | None
+) -> None:
+    api = TwoReviews(token, access)
+    guard = BearerGuard(authenticator(api, FakeClock()), AccessAuthorizer(api, clock=FakeClock()))  # type: ignore[arg-type]
+    assert await guard(header, "/metrics") == expected

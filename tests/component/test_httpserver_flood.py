@@ -1,0 +1,86 @@
+"""The kubelet's probes cannot be starved, and /metrics is guarded and rendered off the event loop.
+
+Issue 22, defects 6 and 7. The kubelet probes from its node's address; a pod floods from its own. On
+loopback the two are 127.0.0.2 (the probe) and 127.0.0.1 (the flood). Bounded: 3,000 connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+from http import HTTPStatus
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from test_httpserver import Connection, exchange, get, serving
+
+from kubetrain.common.httpserver import HealthServer
+
+FLOOD = 3000
+PROBE_TIMEOUT = 1.0  # the kubelet's default timeoutSeconds
+
+
+async def probe_from(server: HealthServer, address: str) -> Connection:
+    return await asyncio.open_connection("127.0.0.1", server.port, local_addr=(address, 0))
+
+
+async def test_probes_are_answered_while_a_pod_holds_thousands_of_connections() -> None:
+    loop = asyncio.get_running_loop()
+    async with serving() as server:
+        kept = await probe_from(server, "127.0.0.2")  # a probe connection opened before the flood
+        flood: list[asyncio.StreamWriter] = []
+        try:
+            for n in range(FLOOD):
+                flood.append((await asyncio.open_connection("127.0.0.1", server.port))[1])
+                if n % 500 == 499:  # probes during the flood: on the kept connection and on new ones
+                    started = loop.time()
+                    assert (await exchange(*kept, get("/healthz"))).status == 200
+                    fresh = await probe_from(server, "127.0.0.3")
+                    assert (await exchange(*fresh, get("/readyz"))).status == 200
+                    fresh[1].close()
+                    assert loop.time() - started < PROBE_TIMEOUT
+            live = sum(1 for w in flood if not w.transport.is_closing())
+            assert live >= FLOOD - 10, "the client side holds them all (the server closes all but a few)"
+        finally:
+            for writer in [*flood, kept[1]]:
+                writer.close()
+
+
+class ThreadRecorder(Collector):
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        self.threads.append(threading.current_thread())
+        yield GaugeMetricFamily("kubetrain_test_rendered", "renders seen", value=len(self.threads))
+
+
+async def test_metrics_are_rendered_off_the_event_loop_thread() -> None:
+    async with serving() as server:
+        recorder = ThreadRecorder()
+        server._registry.register(recorder)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        with contextlib.closing(writer):
+            reply = await exchange(reader, writer, get("/metrics"))
+        assert reply.status == 200 and b"kubetrain_test_rendered" in reply.body
+        assert recorder.threads and threading.main_thread() not in recorder.threads
+
+
+async def test_metrics_are_served_only_past_the_guard() -> None:
+    seen: list[tuple[str | None, str]] = []
+
+    async def guard(authorization: str | None, path: str) -> HTTPStatus | None:
+        seen.append((authorization, path))
+        return None if authorization == "Bearer good" else HTTPStatus.FORBIDDEN
+
+    async with serving(guard=guard) as server:  # type: ignore[arg-type]
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        with contextlib.closing(writer):
+            refused = await exchange(reader, writer, get("/metrics", "GET", "Authorization: Bearer bad"))
+            served = await exchange(reader, writer, get("/metrics", "GET", "Authorization: Bearer good"))
+            probe = await exchange(reader, writer, get("/healthz"))
+    assert (refused.status, served.status, probe.status) == (403, 200, 200)
+    assert b"kubetrain_test_pings_total" in served.body and b"kubetrain" not in refused.body
+    assert seen == [("Bearer bad", "/metrics"), ("Bearer good", "/metrics")], "probes are not guarded"
