@@ -16,10 +16,12 @@ logged and dropped (a newer report will come, or the job is gone).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kubetrain.api import KindInfo, TrainerStatus
 from kubetrain.common.clock import Clock, SystemClock
@@ -27,7 +29,7 @@ from kubetrain.common.errors import ApiError
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import Resource
 
-__all__ = ["Coalescer", "JobKey"]
+__all__ = ["Coalescer", "JobKey", "ProgressGauges"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,50 @@ class JobKey:
     @property
     def resource(self) -> Resource:
         return Resource(self.info.group, self.info.version, self.info.plural, self.info.kind)
+
+
+class ProgressGauges:
+    """Each job's written progress and numeric metrics as gauges; a job's series go with the job.
+
+    Cardinality: one progress series and at most `MAX_METRICS` metric series per job that reports, each
+    removed by `remove` when the job goes (and a metric the job stopped reporting, at its next write)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        labels = ["job_namespace", "job_name", "kind"]
+        help_text = "The trainer's latest progress, 0-100"
+        self._progress = Gauge("kubetrain_job_progress_percent", help_text, labels, registry=registry)
+        self._metric = Gauge(
+            "kubetrain_job_metric", "The trainer's latest value of each numeric metric", [*labels, "metric"],
+            registry=registry,
+        )  # fmt: skip
+        self._shown: dict[JobKey, set[str]] = {}
+
+    def show(self, key: JobKey, status: TrainerStatus) -> None:
+        job = (key.namespace, key.name, key.info.kind)
+        if status.progress_percentage is not None:
+            self._progress.labels(*job).set(status.progress_percentage)
+        values = {m.name: _number(m.value) for m in status.metrics or ()}
+        shown = {name for name, value in values.items() if value is not None}
+        for name in self._shown.get(key, set()) - shown:
+            self._metric.remove(*job, name)
+        for name in shown:
+            self._metric.labels(*job, name).set(values[name] or 0.0)
+        self._shown[key] = shown
+
+    def remove(self, key: JobKey) -> None:
+        job = (key.namespace, key.name, key.info.kind)
+        for name in self._shown.pop(key, set()):
+            self._metric.remove(*job, name)
+        with contextlib.suppress(KeyError):
+            self._progress.remove(*job)
+
+
+def _number(value: str) -> float | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 class Coalescer:
@@ -63,6 +109,7 @@ class Coalescer:
             "Reports replaced by a newer one of the same job before they were written",
             registry=registry,
         )
+        self._gauges = ProgressGauges(registry)
         self._writes = Counter(
             "kubetrain_progress_status_writes",
             "Status writes of training progress, by result",
@@ -81,6 +128,7 @@ class Coalescer:
         """The job is gone: drop what waits for it and its write time (bounded memory)."""
         self._pending.pop(key, None)
         self._written_at.pop(key, None)
+        self._gauges.remove(key)
 
     def due(self) -> tuple[list[JobKey], float | None]:
         """The jobs whose report may be written now, and the seconds until the next one may."""
@@ -113,6 +161,7 @@ class Coalescer:
             log.info("progress of %s %s/%s not written: %s", key.info.kind, key.namespace, key.name, error)
             return
         self._writes.labels("written").inc()
+        self._gauges.show(key, status)
 
     async def run(self) -> None:
         """Write reports as they come due, until cancelled. Waiting reports are written after their

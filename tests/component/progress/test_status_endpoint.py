@@ -11,7 +11,7 @@ from http import HTTPStatus
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kubetrain.api import PYTORCHJOB, TFJOB, KindInfo
 from kubetrain.common.kube.authn import POD_NAME_EXTRA, Identity
@@ -221,3 +221,21 @@ async def test_the_writer_loop_writes_the_first_report_at_once_and_the_latest_af
         assert (await plane.stored_progress())["progressPercentage"] == 30
     finally:
         writer.cancel()
+
+
+async def test_each_jobs_progress_and_numeric_metrics_are_gauges_removed_with_the_job(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    metrics = [{"name": "loss", "value": "0.5"}, {"name": "note", "value": "warm-up"}]
+    await plane.endpoint.handle(PATH, token, _body(metrics=metrics))
+    await plane.coalescer.write_due()
+    job = {"job_namespace": "team-a", "job_name": "mnist", "kind": "PyTorchJob"}
+    assert plane.count("kubetrain_job_progress_percent", **job) == 42
+    assert plane.count("kubetrain_job_metric", **job, metric="loss") == 0.5
+    assert plane.registry.get_sample_value("kubetrain_job_metric", {**job, "metric": "note"}) is None
+    await plane.clock.advance(10)
+    await plane.endpoint.handle(PATH, token, _body(metrics=[{"name": "accuracy", "value": "0.9"}]))
+    await plane.coalescer.write_due()
+    assert plane.registry.get_sample_value("kubetrain_job_metric", {**job, "metric": "loss"}) is None
+    plane.coalescer.forget(JobKey(PYTORCHJOB, "team-a", "mnist"))
+    text = generate_latest(plane.registry).decode()
+    assert 'job_name="mnist"' not in text
