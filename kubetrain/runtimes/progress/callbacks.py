@@ -16,6 +16,7 @@ hooks are the same duck-typed methods, so a framework that only calls them is se
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -153,7 +154,7 @@ def _xgboost(base: type) -> type:
 
 
 _BUILDERS: dict[str, tuple[Callable[[type], type], tuple[str, ...]]] = {
-    "KerasProgress": (_keras, ("keras.callbacks:Callback",)),
+    "KerasProgress": (_keras, ("keras.callbacks:Callback",)),  # tf_keras under TF_USE_LEGACY_KERAS
     "TransformersProgress": (_transformers, ("transformers:TrainerCallback",)),
     "LightningProgress": (
         _lightning,
@@ -170,6 +171,8 @@ def __getattr__(name: str) -> type:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name not in _built:
         build, bases = _BUILDERS[name]
+        if name == "KerasProgress" and os.environ.get("TF_USE_LEGACY_KERAS", "").lower() in ("1", "true"):
+            bases = ("tf_keras.callbacks:Callback", *bases)  # tf.keras is Keras 2 then: its base class
         cls = build(_base(*bases))
         cls.__qualname__, cls.__module__ = name, __name__
         _built[name] = cls
