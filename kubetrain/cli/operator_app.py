@@ -10,7 +10,7 @@ Start-up, in order, each step failing with one clear log line and a distinct exi
    ready and logs retries: the API server is reachable, the credentials work, the CRDs (and the gang
    scheduler's PodGroup CRD) are installed, and RBAC allows it; with leader election, the Lease is readable;
 4. build the Manager (shared informers, leader election, /healthz /readyz /metrics), an Event recorder
-   per kind, and one controller per kind;
+   per kind, one controller per kind and the progress endpoint (`kubetrain.common.progress.service`);
 5. run until SIGTERM/SIGINT; then drain (in-flight reconciles get --shutdown-grace), release the Lease,
    exit 0. A signal during start-up stops at once, also with 0.
 """
@@ -51,6 +51,7 @@ from kubetrain.common.kube.resources import LEASES, Resource
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.manager import Manager
 from kubetrain.common.metrics import Metrics
+from kubetrain.common.progress.service import ProgressConfig, ProgressService
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 from kubetrain.controllers.settings import ConfiguredJobController, add_controller
 
@@ -64,6 +65,9 @@ _TRANSIENT_PATIENCE = 30.0
 """Seconds the preflight keeps retrying a busy (429, 5xx) API server before giving up."""
 _LEADER_QPS, _LEADER_BURST = 5.0, 10
 """The leader-election client's own limiter: a renewal every --leader-election-retry-period needs little."""
+_PROGRESS_QPS, _PROGRESS_BURST = 20.0, 40
+"""The progress endpoint's client: TokenReviews (cached a minute per token), coalesced status writes (one
+per job per --progress-interval) and the CA ConfigMaps."""
 
 Controllers = Mapping[str, type[ConfiguredJobController[Any]]]
 
@@ -93,7 +97,7 @@ def run_operator(options: OperatorOptions) -> int:
 async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
     started = time.monotonic()
     stopper = _Signals()
-    api = leader_api = events_api = None
+    api = leader_api = events_api = progress_api = None
     metrics = Metrics(CollectorRegistry())  # every client counts its requests on what /metrics serves
     try:
         api = await _connect(options, options.qps, options.burst, metrics)
@@ -102,8 +106,11 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
         events_api = await _connect(options, options.qps, options.burst, metrics)
         if options.leader_election:
             leader_api = await _connect(options, _LEADER_QPS, _LEADER_BURST, metrics)
+        if options.progress:  # progress writes, TokenReviews and CA ConfigMaps: never ahead of reconciles
+            progress_api = await _connect(options, _PROGRESS_QPS, _PROGRESS_BURST, metrics)
         await _preflight(api, leader_api, controllers, options)
-        manager = _build(options, Clients(api, leader_api, events_api), controllers, metrics)
+        clients = Clients(api, leader_api, events_api, progress_api)
+        manager = _build(options, clients, controllers, metrics)
         stopper.target = manager.stop
         manager.add_runnable(lambda: _announce_ready(manager, started))
         log.info("starting: %s", _summary(options))
@@ -120,7 +127,7 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
         raise OperatorFailure(ExitCode.FAILED, f"stopping: {err}", startup=False) from err
     finally:
         stopper.remove()
-        for client in (api, leader_api, events_api):
+        for client in (api, leader_api, events_api, progress_api):
             if client is not None:
                 await client.close()
     log.info("operator stopped")
@@ -264,6 +271,7 @@ class Clients:
     api: KubeApiClient
     leader: KubeApiClient | None
     events: KubeApiClient
+    progress: KubeApiClient | None = None
 
 
 def _build(options: OperatorOptions, clients: Clients, controllers: Controllers, metrics: Metrics) -> Manager:
@@ -278,6 +286,7 @@ def _build(options: OperatorOptions, clients: Clients, controllers: Controllers,
         shutdown_grace=options.shutdown_grace,
     )
     identity = options.leader_election.identity if options.leader_election else ""
+    progress = _progress(options, clients, controllers, manager)
     for cls in controllers.values():
         component = cls.kind.operator_name
         metrics.event_recorder(component)
@@ -296,8 +305,29 @@ def _build(options: OperatorOptions, clients: Clients, controllers: Controllers,
             recorder=recorder,
             workers=options.workers,
             child_event_delay=options.child_event_delay,
+            progress=progress.injection if progress else None,
         )
     return manager
+
+
+def _progress(
+    options: OperatorOptions, clients: Clients, controllers: Controllers, manager: Manager
+) -> ProgressService | None:
+    """The training-progress endpoint, run beside the controllers (leader or not), if configured."""
+    if options.progress is None or clients.progress is None:
+        return None
+    config = ProgressConfig(
+        host=options.progress.address[0],
+        port=options.progress.address[1],
+        url=options.progress.url,
+        audience=options.progress.audience,
+        interval=options.progress.interval,
+        hosts=options.progress.hosts,
+    )
+    kinds = [cls.kind for cls in controllers.values()]
+    service = ProgressService(manager, clients.progress, kinds, config, registry=manager.registry)
+    manager.add_runnable(service.run)
+    return service
 
 
 def _summary(options: OperatorOptions) -> str:
@@ -311,6 +341,7 @@ def _summary(options: OperatorOptions) -> str:
         f"leader-election={lease}",
         f"health={_address(options.health_address)}",
         f"metrics={_address(options.metrics_address)}",
+        f"progress={options.progress.url if options.progress else 'off'}",
         f"qps={options.qps:g} burst={options.burst} workers={options.workers}",
     )
     return " ".join(parts)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
+from urllib.parse import urlsplit
 
 from kubetrain.cli.operator_kubeflow import refusals
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
@@ -33,6 +34,7 @@ __all__ = [
     "LogFormat",
     "OperatorOptions",
     "OptionsError",
+    "ProgressOptions",
     "options_from_args",
     "parse_address",
 ]
@@ -89,6 +91,11 @@ class _FlagDefaults:
     log_format: LogFormat = LogFormat.JSON
     log_level: str = "info"
     shutdown_grace: float = 20.0
+    progress_address: str = "0"
+    progress_audience: str = "kubetrain-progress"
+    progress_interval: float = 10.0
+    progress_service: str = "kubetrain-operator"
+    """The Service in front of the operator's pods that the default --progress-url names."""
 
 
 DEFAULTS = _FlagDefaults()
@@ -98,6 +105,19 @@ def _controller_settings(**values: Any) -> ControllerSettings:
     from kubetrain.controllers.settings import ControllerSettings  # noqa: PLC0415  (see the imports)
 
     return ControllerSettings(**values)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ProgressOptions:
+    """The training-progress endpoint (KEP-2779): where it listens, how pods reach it."""
+
+    address: Address
+    url: str
+    audience: str = DEFAULTS.progress_audience
+    interval: float = DEFAULTS.progress_interval
+    hosts: tuple[str, ...] = ()
+    """The serving certificate's names: the Service's DNS names and the URL's host."""
 
 
 @final
@@ -121,6 +141,8 @@ class OperatorOptions:
     log_format: LogFormat = DEFAULTS.log_format
     log_level: str = DEFAULTS.log_level
     shutdown_grace: float = DEFAULTS.shutdown_grace
+    progress: ProgressOptions | None = None
+    """None: no endpoint, and pods get no reporting env."""
 
 
 class BoolFlag(argparse.Action):
@@ -196,6 +218,7 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
         log_format=LogFormat(args.log_format),
         log_level=args.log_level,
         shutdown_grace=float(args.shutdown_grace),
+        progress=_progress(args, env),
     )
 
 
@@ -312,3 +335,41 @@ def _in_cluster_namespace() -> str:
         return SERVICE_ACCOUNT_NAMESPACE_FILE.read_text().strip()
     except OSError:
         return ""
+
+
+def _progress(args: argparse.Namespace, env: dict[str, str]) -> ProgressOptions | None:
+    address = parse_address("--progress-bind-address", args.progress_bind_address)
+    if address is None:
+        return None
+    if not 0 < args.progress_interval <= 3600:
+        raise OptionsError(f"--progress-interval={args.progress_interval:g}: write seconds from 1 to 3600")
+    if not args.progress_audience.strip():
+        raise OptionsError("--progress-audience is empty: name the audience of the pods' tokens")
+    namespace = env.get("POD_NAMESPACE") or _in_cluster_namespace()
+    domain = args.cluster_domain.strip().rstrip(".")
+    service = DEFAULTS.progress_service
+    names = [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.{domain}",
+    ]
+    url = (args.progress_url or "").strip().rstrip("/")
+    if not url:
+        if not namespace:
+            raise OptionsError(
+                "--progress-url is needed outside a cluster: write how pods reach the endpoint, "
+                "e.g. https://HOST:8443 (or --progress-bind-address=0)"
+            )
+        url = f"https://{service}.{namespace}.svc:{address[1]}"
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname or parts.path:
+        raise OptionsError(f"--progress-url={url!r}: write https://HOST[:PORT], with no path")
+    hosts = (parts.hostname, *(names if namespace else ()))
+    return ProgressOptions(
+        address=address,
+        url=url,
+        audience=args.progress_audience.strip(),
+        interval=float(args.progress_interval),
+        hosts=tuple(dict.fromkeys(hosts)),
+    )

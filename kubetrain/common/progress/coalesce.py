@@ -124,6 +124,12 @@ class Coalescer:
         self._pending[key] = status
         self._wake.set()
 
+    def flush(self, key: JobKey) -> None:
+        """The job is finishing: write its waiting report (if any) now, not after the interval."""
+        if key in self._pending:
+            self._written_at.pop(key, None)
+            self._wake.set()
+
     def forget(self, key: JobKey) -> None:
         """The job is gone: drop what waits for it and its write time (bounded memory)."""
         self._pending.pop(key, None)
@@ -169,7 +175,17 @@ class Coalescer:
         while True:
             self._wake.clear()
             wait = await self.write_due()
-            if wait is None:
-                await self._wake.wait()
-            else:
-                await self._clock.sleep(wait)
+            await self._idle(wait)
+
+    async def _idle(self, wait: float | None) -> None:
+        """Until `wait` seconds have passed (None: forever) or an offer or a flush wakes the loop."""
+        woken = asyncio.ensure_future(self._wake.wait())
+        slept = asyncio.ensure_future(self._clock.sleep(wait)) if wait is not None else None
+        try:
+            await asyncio.wait(
+                [t for t in (woken, slept) if t is not None], return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for task in (woken, slept):
+                if task is not None:
+                    task.cancel()
