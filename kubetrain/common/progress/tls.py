@@ -7,9 +7,10 @@ Rotation: a new certificate at each start, and again at 2/3 of its lifetime (`VA
 process that runs that long; the serving context loads the new pair for new connections.
 
 The certificate is its own CA: it is published, as `ca.crt`, to the ConfigMap `kubetrain-progress-ca` of
-each namespace whose pods report (`CaPublisher`), which the pods mount (`ProgressInjection`). After a
-rotation the ConfigMaps are updated; the kubelet refreshes mounted ConfigMaps within a minute or so, and
-the pods' helper reads the CA file afresh for each connection.
+each namespace whose pods report (`CaPublisher`), which the pods mount (`ProgressInjection`). With several
+replicas each adds its own certificate to the bundle (expired ones and a replica's previous one leave
+it). After a rotation the ConfigMaps are updated; the kubelet refreshes mounted ConfigMaps within a minute
+or so.
 """
 
 from __future__ import annotations
@@ -29,16 +30,18 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kubetrain.common.errors import AlreadyExists, ApiError
+from kubetrain.common.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubetrain.common.kube.client import ApiClient
-from kubetrain.common.kube.resources import CONFIGMAPS
+from kubetrain.common.kube.resources import CONFIGMAPS, Obj
 
-__all__ = ["VALIDITY", "CaPublisher", "ServingPair", "load_into", "self_signed"]
+__all__ = ["MAX_BUNDLE", "VALIDITY", "CaPublisher", "ServingPair", "bundle", "load_into", "self_signed"]
 
 log = logging.getLogger(__name__)
 
 VALIDITY = datetime.timedelta(days=90)
 CA_KEY = "ca.crt"
+MAX_BUNDLE = 8
+"""Certificates kept in a namespace's bundle: one per live operator replica, and some to spare."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +111,16 @@ def load_into(context: ssl.SSLContext, pair: ServingPair) -> None:
 
 
 class CaPublisher:
-    """Keeps `ca.crt` of the ConfigMap `name` in each namespace asked for equal to the current certificate."""
+    """Keeps this process's certificate in `ca.crt` of the ConfigMap `name` in each namespace asked for.
+
+    `ca.crt` is a bundle: each operator replica (leader and standbys all serve the endpoint behind one
+    Service) adds its own certificate and keeps the others' that have not expired, at most `MAX_BUNDLE`,
+    the newest, so a pod trusts whichever replica answers. Writes are read-modify-write with the
+    resourceVersion as a precondition (Conflict: read again)."""
 
     def __init__(self, api: ApiClient, cert_pem: bytes, *, name: str = "kubetrain-progress-ca") -> None:
         self._api, self._name = api, name
-        self._pem = cert_pem.decode()
+        self._pem, self._old = cert_pem, b""
         self._done: set[str] = set()
 
     @property
@@ -131,18 +139,55 @@ class CaPublisher:
         self._done.add(namespace)
 
     async def rotate(self, cert_pem: bytes) -> None:
-        """A new certificate: update every namespace published so far."""
-        self._pem = cert_pem.decode()
+        """A new certificate: update every namespace published so far (the old one leaves the bundle)."""
+        self._pem, self._old = cert_pem, self._pem
         published, self._done = self._done, set()
         for namespace in sorted(published):
             await self.ensure(namespace)
 
-    async def _write(self, namespace: str) -> None:
-        body = {
-            "metadata": {"name": self._name, "labels": {"app.kubernetes.io/managed-by": "kubetrain"}},
-            "data": {CA_KEY: self._pem},
-        }
-        try:
-            await self._api.create(CONFIGMAPS, namespace, body)
-        except AlreadyExists:
-            await self._api.patch(CONFIGMAPS, namespace, self._name, {"data": {CA_KEY: self._pem}})
+    async def _write(self, namespace: str, tries: int = 3) -> None:
+        for attempt in range(tries):
+            try:
+                current = await self._api.get(CONFIGMAPS, namespace, self._name)
+            except NotFound:
+                current = None
+            try:
+                await self._put(namespace, current)
+                return
+            except (Conflict, AlreadyExists):
+                if attempt == tries - 1:
+                    raise
+
+    async def _put(self, namespace: str, current: Obj | None) -> None:
+        data = {CA_KEY: bundle((current or {}).get("data", {}).get(CA_KEY, ""), self._pem, self._old)}
+        if current is None:
+            labels = {"app.kubernetes.io/managed-by": "kubetrain"}
+            await self._api.create(
+                CONFIGMAPS, namespace, {"metadata": {"name": self._name, "labels": labels}, "data": data}
+            )
+        elif current.get("data", {}).get(CA_KEY) != data[CA_KEY]:
+            patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "data": data}
+            await self._api.patch(CONFIGMAPS, namespace, self._name, patch)
+
+
+def bundle(existing: str, ours: bytes, old: bytes = b"", *, now: datetime.datetime | None = None) -> str:
+    """`ours` and the newest of the `existing` certificates that are still valid (not `old`), at most
+    `MAX_BUNDLE` in all, oldest first (so publishing the same set again changes nothing)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    mine = x509.load_pem_x509_certificate(ours)
+    drop = {mine.fingerprint(hashes.SHA256())}
+    if old:
+        drop.add(x509.load_pem_x509_certificate(old).fingerprint(hashes.SHA256()))
+    try:
+        others = x509.load_pem_x509_certificates(existing.encode()) if existing.strip() else []
+    except ValueError:
+        others = []  # not ours to keep: rewritten whole
+    kept = [c for c in others if c.not_valid_after_utc > now and c.fingerprint(hashes.SHA256()) not in drop]
+    kept.sort(key=_age)
+    chosen = sorted([*kept[len(kept) - MAX_BUNDLE + 1 :], mine], key=_age)
+    return "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in chosen)
+
+
+def _age(cert: x509.Certificate) -> tuple[datetime.datetime, bytes]:
+    """Oldest first; the fingerprint breaks ties (certificates made within one second)."""
+    return cert.not_valid_before_utc, cert.fingerprint(hashes.SHA256())

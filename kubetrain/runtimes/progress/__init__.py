@@ -131,10 +131,13 @@ class Reporter:
 
 
 def http_sender(url: str, *, ca_cert: str | None, token_path: str | None, timeout: float = 5.0) -> Send:
-    """POSTs a body to `url`: TLS verified against `ca_cert` (when https), the token file read each time."""
-    context = ssl.create_default_context(cafile=ca_cert) if url.startswith("https:") else None
+    """POSTs a body to `url`: TLS verified against `ca_cert` (when https); the token file and the CA file are
+    read each time, so a rotated token or a new operator certificate (the kubelet updates both files) is
+    used without a restart."""
+    secure = url.startswith("https:")
 
     def send(body: bytes) -> None:
+        context = ssl.create_default_context(cafile=ca_cert) if secure else None
         headers = {"Content-Type": "application/json"}
         if token_path:
             with open(token_path, encoding="utf-8") as file:
