@@ -2,7 +2,9 @@
 training-progress endpoint over TLS with the certificate it made itself, publishes that certificate to the
 job's namespace as the `kubetrain-progress-ca` ConfigMap, gives the job's new pods the KEP-2779 env and the
 projected volume, and a report sent with a TokenRequest token bound to the job's pod, verified against the
-published CA, lands in the job's status. A job annotated `kubetrain.io/progress: "false"` gets neither."""
+published CA, lands in the job's status at once. A report that waits out the interval is written when the
+job finishes; the job's gauges go when it is deleted. A job annotated `kubetrain.io/progress: "false"`
+gets neither env nor volume."""
 
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from kubetrain.testing import ControlPlane
+from kubetrain.testing import ControlPlane, Outcome
 from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
 AUDIENCE = "kubetrain-progress"
-BODY = {"trainerStatus": {"progressPercentage": 42, "metrics": [{"name": "loss", "value": "0.5"}]}}
+METRICS = [{"name": "loss", "value": "0.5"}]
 ENV = {"KUBEFLOW_TRAINER_STATUS_URL", "KUBEFLOW_TRAINER_STATUS_TOKEN", "KUBEFLOW_TRAINER_STATUS_CA_CERT"}
 
 
@@ -49,11 +51,12 @@ def _eventually(what: str, read: Callable[[], Any], op: OperatorProcess, timeout
     return got[-1]
 
 
-def _post(port: int, ca: Path, path: str, token: str) -> int:
+def _post(port: int, ca: Path, path: str, token: str, percent: int = 42) -> int:
     context = ssl.create_default_context(cafile=str(ca))
     connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    connection.request("POST", path, body=json.dumps(BODY).encode(), headers=headers)
+    body = {"trainerStatus": {"progressPercentage": percent, "metrics": METRICS}}
+    connection.request("POST", path, body=json.dumps(body).encode(), headers=headers)
     status = connection.getresponse().status
     connection.close()
     return status
@@ -66,7 +69,7 @@ def test_the_operator_serves_progress_over_tls_and_injects_new_pods(
     port = free_port()
     flags = [f"--namespace={namespace}", "--no-leader-elect", "--enable=pytorchjob"]
     progress = [f"--progress-bind-address=127.0.0.1:{port}", f"--progress-url=https://127.0.0.1:{port}"]
-    op = OperatorProcess(plane.kubeconfig, [*flags, *progress, "--progress-interval=1"], workdir=tmp_path)
+    op = OperatorProcess(plane.kubeconfig, [*flags, *progress, "--progress-interval=600"], workdir=tmp_path)
     with op:
         op.wait_ready()
         for job in (_job("mnist"), _job("quiet", {"kubetrain.io/progress": "false"})):
@@ -95,14 +98,34 @@ def test_the_operator_serves_progress_over_tls_and_injects_new_pods(
         ).stdout.strip()  # fmt: skip
         assert _post(port, ca, path, token) == 202
         assert _post(port, ca, path, "forged") == 401
-        status = _eventually(
-            "the report in the job's status",
-            lambda: (
-                (_get(plane, namespace, "pytorchjob", "mnist") or {}).get("status", {}).get("trainerStatus")
-            ),
+        assert _progress(plane, namespace, op)["progressPercentage"] == 42, "a job's first report: at once"
+        status = _progress(plane, namespace, op)
+        assert status["metrics"] == METRICS and "lastUpdatedTime" in status
+        assert _post(port, ca, path, token, percent=90) == 202  # waits out the 600 s interval
+        metrics = op.metrics()
+        assert 'kubetrain_progress_requests_total{result="accepted"} 2.0' in metrics
+        assert _progress(plane, namespace, op)["progressPercentage"] == 42
+        plane.finish_pod(namespace, "mnist-master-0", Outcome.SUCCEEDED)
+        _eventually(
+            "the waiting report written when the job finishes",
+            lambda: _progress(plane, namespace, op)["progressPercentage"] == 90,
             op,
         )
-        assert status["progressPercentage"] == 42 and status["metrics"] == BODY["trainerStatus"]["metrics"]
-        assert "lastUpdatedTime" in status
-        assert 'kubetrain_progress_requests_total{result="accepted"} 1.0' in op.metrics()
+        assert _gauge(op.metrics()), "the job's gauges while it exists"
+        plane.kubectl("delete", "pytorchjob", "mnist", namespace=namespace)
+        _eventually("the deleted job's gauges gone", lambda: not _gauge(op.metrics()), op)
         assert op.terminate() == 0, op.process.log_tail()
+
+
+def _progress(plane: ControlPlane, namespace: str, op: OperatorProcess) -> Any:
+    """The job's trainerStatus, once it has one."""
+
+    def read() -> Any:
+        job = _get(plane, namespace, "pytorchjob", "mnist") or {}
+        return (job.get("status") or {}).get("trainerStatus")
+
+    return _eventually("the report in the job's status", read, op)
+
+
+def _gauge(metrics: str) -> list[str]:
+    return [line for line in metrics.splitlines() if line.startswith("kubetrain_job_progress_percent{")]
