@@ -223,6 +223,29 @@ async def test_the_writer_loop_writes_the_first_report_at_once_and_the_latest_af
         writer.cancel()
 
 
+async def test_a_flush_writes_the_waiting_report_at_once_and_wakes_the_writer_loop(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    writer = asyncio.ensure_future(plane.coalescer.run())
+    key = JobKey(PYTORCHJOB, "team-a", "mnist")
+    try:
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=10))
+        await plane.clock.advance(0)
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=99))
+        await plane.clock.advance(1)
+        assert (await plane.stored_progress())["progressPercentage"] == 10, "the interval holds it"
+        plane.coalescer.flush(key)  # the job finishes
+        await plane.clock.advance(0)
+        assert (await plane.stored_progress())["progressPercentage"] == 99
+        plane.coalescer.flush(key)  # nothing waits: nothing written
+        await plane.clock.advance(0)
+        assert (
+            plane.registry.get_sample_value("kubetrain_progress_status_writes_total", {"result": "written"})
+            == 2
+        )
+    finally:
+        writer.cancel()
+
+
 async def test_each_jobs_progress_and_numeric_metrics_are_gauges_removed_with_the_job(plane: Plane) -> None:
     token = plane.tokens.issue("good", "team-a", "mnist-master-0")
     metrics = [{"name": "loss", "value": "0.5"}, {"name": "note", "value": "warm-up"}]
