@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
-from urllib.parse import urlsplit
 
 from kubetrain.cli.operator_kubeflow import refusals
+from kubetrain.cli.operator_progress import ProgressOptions, progress_options
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
 
 if TYPE_CHECKING:  # imported where used: every `kubetrain` command builds this parser, few run it
@@ -94,8 +94,6 @@ class _FlagDefaults:
     progress_address: str = "0"
     progress_audience: str = "kubetrain-progress"
     progress_interval: float = 10.0
-    progress_service: str = "kubetrain-operator"
-    """The Service in front of the operator's pods that the default --progress-url names."""
 
 
 DEFAULTS = _FlagDefaults()
@@ -105,19 +103,6 @@ def _controller_settings(**values: Any) -> ControllerSettings:
     from kubetrain.controllers.settings import ControllerSettings  # noqa: PLC0415  (see the imports)
 
     return ControllerSettings(**values)
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ProgressOptions:
-    """The training-progress endpoint (KEP-2779): where it listens, how pods reach it."""
-
-    address: Address
-    url: str
-    audience: str = DEFAULTS.progress_audience
-    interval: float = DEFAULTS.progress_interval
-    hosts: tuple[str, ...] = ()
-    """The serving certificate's names: the Service's DNS names and the URL's host."""
 
 
 @final
@@ -341,35 +326,14 @@ def _progress(args: argparse.Namespace, env: dict[str, str]) -> ProgressOptions 
     address = parse_address("--progress-bind-address", args.progress_bind_address)
     if address is None:
         return None
-    if not 0 < args.progress_interval <= 3600:
-        raise OptionsError(f"--progress-interval={args.progress_interval:g}: write seconds from 1 to 3600")
-    if not args.progress_audience.strip():
-        raise OptionsError("--progress-audience is empty: name the audience of the pods' tokens")
-    namespace = env.get("POD_NAMESPACE") or _in_cluster_namespace()
-    domain = args.cluster_domain.strip().rstrip(".")
-    service = DEFAULTS.progress_service
-    names = [
-        service,
-        f"{service}.{namespace}",
-        f"{service}.{namespace}.svc",
-        f"{service}.{namespace}.svc.{domain}",
-    ]
-    url = (args.progress_url or "").strip().rstrip("/")
-    if not url:
-        if not namespace:
-            raise OptionsError(
-                "--progress-url is needed outside a cluster: write how pods reach the endpoint, "
-                "e.g. https://HOST:8443 (or --progress-bind-address=0)"
-            )
-        url = f"https://{service}.{namespace}.svc:{address[1]}"
-    parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname or parts.path:
-        raise OptionsError(f"--progress-url={url!r}: write https://HOST[:PORT], with no path")
-    hosts = (parts.hostname, *(names if namespace else ()))
-    return ProgressOptions(
-        address=address,
-        url=url,
-        audience=args.progress_audience.strip(),
-        interval=float(args.progress_interval),
-        hosts=tuple(dict.fromkeys(hosts)),
-    )
+    try:
+        return progress_options(
+            address,
+            url=args.progress_url,
+            audience=args.progress_audience,
+            interval=args.progress_interval,
+            namespace=env.get("POD_NAMESPACE") or _in_cluster_namespace(),
+            domain=args.cluster_domain.strip().rstrip("."),
+        )
+    except ValueError as err:
+        raise OptionsError(str(err)) from err
