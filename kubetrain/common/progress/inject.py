@@ -7,7 +7,8 @@ Every container of a new pod gets, unless it sets them itself:
   audience (the kubelet rotates it; it is good for nothing but this endpoint, since the API server
   refuses a token whose audience is not its own);
 - `KUBEFLOW_TRAINER_STATUS_CA_CERT`: the path of the CA bundle that signs the endpoint's certificate, from
-  a ConfigMap in the job's namespace.
+  a ConfigMap in the job's namespace (optional: training never waits for progress; until the ConfigMap
+  is there and the kubelet has brought it in, reports fail and are dropped).
 
 The volume `kubetrain-progress` is mounted read-only at `MOUNT_PATH`. A job opts out with the annotation
 `kubetrain.io/progress: "false"`. Only pods the operator creates are rendered this way: running pods, an
@@ -64,7 +65,8 @@ class ProgressInjection:
 
     def _volume(self) -> Obj:
         token = {"audience": self.audience, "expirationSeconds": self.token_seconds, "path": "token"}
-        ca = {"name": self.ca_config_map, "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+        # optional: a pod never waits for the ConfigMap (reports fail until the kubelet brings it in)
+        ca = {"name": self.ca_config_map, "items": [{"key": "ca.crt", "path": "ca.crt"}], "optional": True}
         return {"name": VOLUME, "projected": {"sources": [{"serviceAccountToken": token}, {"configMap": ca}]}}
 
 

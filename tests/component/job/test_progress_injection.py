@@ -33,6 +33,7 @@ async def test_every_container_of_every_new_pod_gets_the_env_and_the_volume(clus
             "path": "token",
         }
         assert ca["configMap"]["name"] == "kubetrain-progress-ca"
+        assert ca["configMap"]["optional"] is True, "a pod never waits for the CA to start training"
         for container in pod["spec"]["containers"]:
             env = _env(container)
             assert env["KUBEFLOW_TRAINER_STATUS_URL"] == (
