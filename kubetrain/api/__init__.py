@@ -4,8 +4,8 @@ The public surface, by module:
 
 - models: `TFJob`, `PyTorchJob`, `JAXJob`, `XGBoostJob`, `PaddleJob` (kubeflow.org/v1) and `MPIJob`
   (kubeflow.org/v2beta1), their specs, the shared `ReplicaSpec`, `RunPolicy`, `SchedulingPolicy`,
-  `JobStatus`, `ReplicaStatus`, `JobCondition`, the pod template types and the enumerations. Every model
-  dumps its wire form with `to_wire()`.
+  `JobStatus`, `ReplicaStatus`, `JobCondition`, `TrainerStatus` (KEP-2779 progress, with `latest_metric`),
+  the pod template types and the enumerations. Every model dumps its wire form with `to_wire()`.
 - `kinds`: `KindInfo` per kind (`TFJOB`, `PYTORCHJOB`, `JAXJOB`, `XGBOOSTJOB`, `PADDLEJOB`, `MPIJOB`, all
   in `KINDS`), `kind_info(job)`.
 - `defaults`: `apply_defaults(job)`, a pure function returning a defaulted copy.
@@ -73,6 +73,14 @@ from kubetrain.api.pytorchjob import (
     RDZVConf,
 )
 from kubetrain.api.tfjob import SuccessPolicy, TFJob, TFJobSpec, TFReplicaType
+from kubetrain.api.trainerstatus import (
+    MAX_METRIC_NAME,
+    MAX_METRIC_VALUE,
+    MAX_METRICS,
+    TrainerMetric,
+    TrainerStatus,
+    latest_metric,
+)
 from kubetrain.api.validation import check_job, validate
 from kubetrain.api.xgboostjob import XGBoostJob, XGBoostJobSpec, XGBoostReplicaType
 
@@ -80,6 +88,9 @@ __all__ = [
     "GROUP",
     "JAXJOB",
     "KINDS",
+    "MAX_METRICS",
+    "MAX_METRIC_NAME",
+    "MAX_METRIC_VALUE",
     "MAX_REPLICAS",
     "MAX_SLOTS_PER_WORKER",
     "MPIJOB",
@@ -139,6 +150,8 @@ __all__ = [
     "TFJobSpec",
     "TFReplicaType",
     "Time",
+    "TrainerMetric",
+    "TrainerStatus",
     "TrainingJob",
     "Volume",
     "VolumeMount",
@@ -150,6 +163,7 @@ __all__ = [
     "check_job",
     "dump_jobs",
     "kind_info",
+    "latest_metric",
     "load_jobs",
     "load_valid_jobs",
     "lookup_kind",

@@ -14,6 +14,7 @@ from pydantic import Field, StrictBool, model_validator
 
 from kubetrain.api.meta import Int32, Int64, KubeModel, ObjectMeta, Quantity, Time, WireModel
 from kubetrain.api.pod import PodTemplateSpec
+from kubetrain.api.trainerstatus import TrainerStatus
 
 __all__ = [
     "MAX_REPLICAS",
@@ -149,6 +150,8 @@ class JobStatus(WireModel):
     start_time: Time | None = None
     completion_time: Time | None = None
     last_reconcile_time: Time | None = None
+    trainer_status: TrainerStatus | None = None
+    """The trainer's latest progress report (KEP-2779), written by the operator's status endpoint."""
 
 
 class JobSpecBase(WireModel):

@@ -11,11 +11,11 @@ What the CRDs carry beyond the models:
 - a CEL rule that rejects unknown replica types (any letter case of the kind's types is accepted);
 - `nullable: true` where the Kubeflow Go types write `null` (`_GO_NULLS`; the pod template's own are in
   `podschema.GO_NULLS`), so objects written by Go clients and webhooks are accepted;
-- `minimum: 0` on counts that cannot be negative (replicas, run-policy limits, slots), so the API server,
-  not the operator, rejects them with the field's path;
+- `minimum: 0` on counts that cannot be negative (replicas, run-policy limits, slots, the trainer status'
+  percentage and estimate), so the API server, not the operator, rejects them with the field's path;
 - the status subresource; the scale subresource of the kind's `scale_replica_type` (PyTorchJob's and
   JAXJob's Workers, as Kubeflow declares them: `kubectl scale`, elastic training and HPA);
-  State and Age printer columns; short names and categories from `KindInfo`;
+  State, Progress, ETA (seconds) and Age printer columns; short names and categories from `KindInfo`;
 - MPIJob `status.conditions` as a list map keyed by `type`, as the mpi-operator's v2beta1 CRD declares.
 """
 
@@ -42,6 +42,7 @@ from kubetrain.api.pod import PodTemplateSpec
 from kubetrain.api.podschema import POD_TEMPLATE, kubernetes_schema
 from kubetrain.api.pytorchjob import ElasticPolicy
 from kubetrain.api.schema import KUBERNETES_REF, to_structural
+from kubetrain.api.trainerstatus import TrainerStatus
 
 __all__ = ["GENERATED_HEADER", "crd_file_name", "custom_resource_definition", "generate_crds", "render_crd"]
 
@@ -66,12 +67,14 @@ _MINIMUMS: dict[type[Any], dict[str, int]] = {
     RunPolicy: {"ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 0, "backoffLimit": 0},
     MPIJobSpec: {"slotsPerWorker": 1},
     ElasticPolicy: {"minReplicas": 1, "nProcPerNode": 1, "maxRestarts": 0, "rdzvPort": 1},
+    TrainerStatus: {"progressPercentage": 0, "estimatedRemainingSeconds": 0},
 }
 """Lower bounds of integer fields, by model and wire name (validation.py checks the same)."""
 _MAXIMUMS: dict[type[Any], dict[str, int]] = {
     ReplicaSpec: {"replicas": MAX_REPLICAS},
     MPIJobSpec: {"slotsPerWorker": MAX_SLOTS_PER_WORKER},
     ElasticPolicy: {"rdzvPort": 65535, "minReplicas": MAX_REPLICAS, "maxReplicas": MAX_REPLICAS},
+    TrainerStatus: {"progressPercentage": 100},
 }
 """Upper bounds of integer fields, by model and wire name (the models or validation.py check the same)."""
 
@@ -153,6 +156,8 @@ def _subresources(info: KindInfo) -> Schema:
 
 _PRINTER_COLUMNS = [
     {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
+    {"name": "Progress", "type": "integer", "jsonPath": ".status.trainerStatus.progressPercentage"},
+    {"name": "ETA", "type": "integer", "jsonPath": ".status.trainerStatus.estimatedRemainingSeconds"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 

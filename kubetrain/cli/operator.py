@@ -265,6 +265,31 @@ def _endpoint_flags(group: argparse._ArgumentGroup) -> None:
         metavar="DIR",
         help="directory holding tls.crt and tls.key for /metrics (default: a self-signed pair made at start)",
     )
+    group.add_argument(
+        "--progress-bind-address",
+        default=DEFAULTS.progress_address,
+        metavar="[HOST]:PORT",
+        help="serves the training-progress endpoint (KEP-2779) over HTTPS, e.g. :8443; new jobs' pods then "
+        'report to it unless annotated kubetrain.io/progress: "false"; 0 disables (default: %(default)s)',
+    )
+    group.add_argument(
+        "--progress-url",
+        metavar="https://HOST[:PORT]",
+        help="how pods reach the endpoint (default: https://kubetrain-operator.<namespace>.svc:<port>, the "
+        "operator's Service in its own namespace)",
+    )
+    group.add_argument(
+        "--progress-audience",
+        default=DEFAULTS.progress_audience,
+        help="the audience of the pods' projected tokens, which the endpoint requires (default: %(default)s)",
+    )
+    group.add_argument(
+        "--progress-interval",
+        type=float,
+        default=DEFAULTS.progress_interval,
+        metavar="SECONDS",
+        help="at most one status write of progress per job per interval (default: %(default)g)",
+    )
 
 
 def _log_flags(group: argparse._ArgumentGroup) -> None:

@@ -10,7 +10,7 @@ Start-up, in order, each step failing with one clear log line and a distinct exi
    ready and logs retries: the API server is reachable, the credentials work, the CRDs (and the gang
    scheduler's PodGroup CRD) are installed, and RBAC allows it; with leader election, the Lease is readable;
 4. build the Manager (shared informers, leader election, /healthz /readyz /metrics), an Event recorder
-   per kind, and one controller per kind;
+   per kind, one controller per kind and the progress endpoint (`kubetrain.common.progress.service`);
 5. run until SIGTERM/SIGINT; then drain (in-flight reconciles get --shutdown-grace), release the Lease,
    exit 0. A signal during start-up stops at once, also with 0.
 Steps 2, 4 and 5 are the library's `kubetrain.common.Operator`, the one any operator runs on; this module
@@ -47,6 +47,7 @@ from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.manager import Manager
 from kubetrain.common.metricsauth import MetricsSetupError
 from kubetrain.common.operator import Clients, ConnectError, Operator, OperatorConfig
+from kubetrain.common.progress.service import ProgressConfig
 from kubetrain.controllers.registry import ControllerUnavailable, load_controller
 from kubetrain.controllers.settings import ConfiguredJobController, add_controller
 
@@ -117,6 +118,7 @@ class _BuiltinOperator(Operator):
             metrics_address=options.metrics_address,
             metrics_secure=options.metrics_secure,
             metrics_cert_path=options.metrics_cert_path,
+            progress=_progress_config(options),
             qps=options.qps,
             burst=options.burst,
             workers=options.workers,
@@ -143,7 +145,22 @@ class _BuiltinOperator(Operator):
             recorder=recorder,
             workers=options.workers,
             child_event_delay=options.child_event_delay,
+            progress=self.progress.injection if self.progress else None,
         )
+
+
+def _progress_config(options: OperatorOptions) -> ProgressConfig | None:
+    progress = options.progress
+    if progress is None:
+        return None
+    return ProgressConfig(
+        host=progress.address[0],
+        port=progress.address[1],
+        url=progress.url,
+        audience=progress.audience,
+        interval=progress.interval,
+        hosts=progress.hosts,
+    )
 
 
 async def _preflight(
@@ -231,6 +248,7 @@ def _summary(options: OperatorOptions) -> str:
         f"health={_address(options.health_address)}",
         f"metrics={_address(options.metrics_address)}"
         + (" (https, authorized)" if options.metrics_secure and options.metrics_address else ""),
+        f"progress={options.progress.url if options.progress else 'off'}",
         f"qps={options.qps:g} burst={options.burst} workers={options.workers}",
     )
     return " ".join(parts)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from kubetrain.cli.operator_kubeflow import refusals
+from kubetrain.cli.operator_progress import ProgressOptions, progress_options
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
 
 if TYPE_CHECKING:  # imported where used: every `kubetrain` command builds this parser, few run it
@@ -33,6 +34,7 @@ __all__ = [
     "LogFormat",
     "OperatorOptions",
     "OptionsError",
+    "ProgressOptions",
     "options_from_args",
     "parse_address",
 ]
@@ -89,6 +91,9 @@ class _FlagDefaults:
     log_format: LogFormat = LogFormat.JSON
     log_level: str = "info"
     shutdown_grace: float = 20.0
+    progress_address: str = "0"
+    progress_audience: str = "kubetrain-progress"
+    progress_interval: float = 10.0
 
 
 DEFAULTS = _FlagDefaults()
@@ -125,6 +130,8 @@ class OperatorOptions:
     log_format: LogFormat = DEFAULTS.log_format
     log_level: str = DEFAULTS.log_level
     shutdown_grace: float = DEFAULTS.shutdown_grace
+    progress: ProgressOptions | None = None
+    """None: no endpoint, and pods get no reporting env."""
 
 
 class BoolFlag(argparse.Action):
@@ -202,6 +209,7 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
         log_format=LogFormat(args.log_format),
         log_level=args.log_level,
         shutdown_grace=float(args.shutdown_grace),
+        progress=_progress(args, env),
     )
 
 
@@ -318,3 +326,20 @@ def _in_cluster_namespace() -> str:
         return SERVICE_ACCOUNT_NAMESPACE_FILE.read_text().strip()
     except OSError:
         return ""
+
+
+def _progress(args: argparse.Namespace, env: dict[str, str]) -> ProgressOptions | None:
+    address = parse_address("--progress-bind-address", args.progress_bind_address)
+    if address is None:
+        return None
+    try:
+        return progress_options(
+            address,
+            url=args.progress_url,
+            audience=args.progress_audience,
+            interval=args.progress_interval,
+            namespace=env.get("POD_NAMESPACE") or _in_cluster_namespace(),
+            domain=args.cluster_domain.strip().rstrip("."),
+        )
+    except ValueError as err:
+        raise OptionsError(str(err)) from err

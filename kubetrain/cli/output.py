@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from kubetrain.api import AnyJob, kind_info
+from kubetrain.api import AnyJob, TrainerStatus, kind_info, latest_metric
 from kubetrain.client.jobs import job_state
 
 __all__ = [
@@ -23,8 +23,11 @@ __all__ = [
     "NONE",
     "age",
     "dump",
+    "eta_text",
     "human_age",
     "job_table",
+    "metric_text",
+    "percent_text",
     "replica_counts",
     "replica_summary",
     "resource_name",
@@ -101,16 +104,38 @@ def resource_name(job: AnyJob) -> str:
     return f"{info.singular}.{info.group}/{job.name}"
 
 
+def percent_text(status: TrainerStatus | None) -> str:
+    """`42%`, or `<none>` before the first report."""
+    value = status.progress_percentage if status is not None else None
+    return f"{value}%" if value is not None else NONE
+
+
+def eta_text(status: TrainerStatus | None) -> str:
+    """`5m10s`, as ages are written, or `<none>`."""
+    value = status.estimated_remaining_seconds if status is not None else None
+    return human_age(value) if value is not None else NONE
+
+
+def metric_text(status: TrainerStatus | None) -> str:
+    """`loss=0.0412` (the loss, else the accuracy, else the first metric), or `<none>`."""
+    metric = latest_metric(status)
+    return f"{metric.name}={metric.value}" if metric is not None else NONE
+
+
 def job_table(jobs: Sequence[AnyJob], *, wide: bool, namespaces: bool, now: datetime | None = None) -> str:
-    """NAME KIND STATE AGE (after NAMESPACE with -A; plus REPLICAS ACTIVE SUCCEEDED FAILED with -o wide)."""
+    """NAME KIND STATE PROGRESS ETA METRIC AGE (after NAMESPACE with -A; plus REPLICAS ACTIVE SUCCEEDED
+    FAILED with -o wide). PROGRESS, ETA and METRIC (the latest loss, else accuracy): the trainer's report."""
     now = now or datetime.now(UTC)
     headers = ["NAMESPACE"] if namespaces else []
-    headers += ["NAME", "KIND", "STATE", "AGE"]
+    headers += ["NAME", "KIND", "STATE", "PROGRESS", "ETA", "METRIC", "AGE"]
     headers += ["REPLICAS", "ACTIVE", "SUCCEEDED", "FAILED"] if wide else []
     rows = []
     for job in jobs:
         row = [job.namespace] if namespaces else []
-        row += [job.name, job.kind, job_state(job) or NONE, age(job.metadata.creation_timestamp, now)]
+        trainer = job.status.trainer_status if job.status is not None else None
+        row += [job.name, job.kind, job_state(job) or NONE]
+        row += [percent_text(trainer), eta_text(trainer), metric_text(trainer)]
+        row.append(age(job.metadata.creation_timestamp, now))
         if wide:
             counts = replica_counts(job).values()
             totals = [sum(c[i] for c in counts) for i in range(3)]

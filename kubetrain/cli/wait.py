@@ -1,8 +1,9 @@
 """`kubetrain wait [KIND] NAME`: block until the job reaches a condition (Succeeded by default).
 
 For scripts, the exit code is the answer: 0 reached, 1 the job failed (or cannot reach it any more), 3
-timed out, 4 cluster trouble. While waiting, a terminal shows one status line rewritten in place (state,
-pods per replica type, time waited); anything else (CI logs, pipes) gets one plain line per change.
+timed out, 4 cluster trouble. While waiting, a terminal shows a live bar of the job's training progress
+(state, percentage, ETA, loss, time waited); anything else (CI logs, pipes) gets one plain line per change
+(`kubetrain.cli.progressview`).
 """
 
 from __future__ import annotations
@@ -10,19 +11,16 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import threading
-import time
-from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any
 
-from kubetrain.api import AnyJob
 from kubetrain.cli import jobargs
 from kubetrain.cli.jobargs import add_cluster_options, parse_target, run_guarded
-from kubetrain.cli.output import human_age, replica_counts, resource_name
+from kubetrain.cli.output import resource_name
+from kubetrain.cli.progressview import JobBars, progress_line
 from kubetrain.client.errors import InvalidArgumentError
 from kubetrain.client.jobs import condition, job_state
 
-__all__ = ["Progress", "parse_duration", "progress_line", "register", "run"]
+__all__ = ["parse_duration", "progress_line", "register", "run"]
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
 
@@ -86,7 +84,7 @@ def _wait(args: argparse.Namespace) -> int:
     target = parse_target(args.words)
     if len(target.names) != 1:
         raise InvalidArgumentError("wait takes exactly one job NAME (optionally after its KIND)")
-    progress = Progress(sys.stderr, tty=sys.stderr.isatty())
+    progress = JobBars(sys.stderr, tty=sys.stderr.isatty())
     client = jobargs.new_client(args)
     try:
         job = client.wait_for_job_conditions(
@@ -104,67 +102,3 @@ def _wait(args: argparse.Namespace) -> int:
     met = [c for c in _conditions(args.conditions) if condition(job, c)]
     print(f"{resource_name(job)} condition met: {met[0] if met else job_state(job)}")
     return 0
-
-
-def progress_line(job: AnyJob) -> str:
-    """`PyTorchJob mnist: Running (PyTorchJobRunning); Master 1 active; Worker 2 active, 1 failed`."""
-    state = job_state(job)
-    last = condition(job, state) if state else None
-    head = f"{job.kind} {job.name}: {state or 'waiting for the operator'}"
-    if last is not None and last.reason:
-        head += f" ({last.reason})"
-    parts = [head]
-    for rtype, (active, succeeded, failed) in replica_counts(job).items():
-        counts = [
-            f"{n} {word}" for n, word in ((active, "active"), (succeeded, "succeeded"), (failed, "failed"))
-        ]
-        shown = [c for c in counts if not c.startswith("0 ")] or ["no pods"]
-        parts.append(f"{rtype} {', '.join(shown)}")
-    return "; ".join(parts)
-
-
-class Progress:
-    """The wait's callback: on a terminal, one line rewritten in place (its clock ticking every second);
-    otherwise one plain line per change of the job."""
-
-    def __init__(self, stream: TextIO, *, tty: bool, clock: Callable[[], float] = time.monotonic) -> None:
-        self._stream, self._tty, self._clock = stream, tty, clock
-        self._start = clock()
-        self._last = ""
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
-
-    def __call__(self, job: AnyJob) -> None:
-        line = progress_line(job)
-        with self._lock:
-            if self._tty:
-                self._draw(line)
-            elif line != self._last:
-                self._stream.write(f"[{self._elapsed()}] {line}\n")
-                self._stream.flush()
-            self._last = line
-        if self._tty and self._ticker is None:
-            self._ticker = threading.Thread(target=self._tick, name="wait-progress", daemon=True)
-            self._ticker.start()
-
-    def _elapsed(self) -> str:
-        return human_age(self._clock() - self._start)
-
-    def _draw(self, line: str) -> None:
-        self._stream.write(f"\r\x1b[K{line} [{self._elapsed()}]")
-        self._stream.flush()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(1.0):
-            with self._lock:
-                self._draw(self._last)
-
-    def close(self) -> None:
-        """Stop the clock and end the rewritten line, if one was shown."""
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
-        if self._tty and self._last:
-            self._stream.write("\n")
-            self._stream.flush()

@@ -15,7 +15,7 @@ from typing import Literal, overload
 from kubernetes.client import CoreV1Event, V1DeleteOptions, V1Pod
 from kubernetes.client.exceptions import ApiException
 
-from kubetrain.api import AnyJob, FieldError, InvalidJobError, KindInfo, kind_info
+from kubetrain.api import AnyJob, FieldError, InvalidJobError, KindInfo, TrainerStatus, kind_info
 from kubetrain.client.creating import describe, plan
 from kubetrain.client.errors import (
     CRDNotInstalledError,
@@ -118,6 +118,13 @@ class TrainingClient(JobReader):
     def get_job(self, name: str, kind: KindArg = None, namespace: str | None = None) -> AnyJob:
         """The job named `name` (of `kind`, or of whichever kind has one)."""
         return self._parse(self._find(name, kind, namespace)[1])
+
+    def get_job_progress(
+        self, name: str, kind: KindArg = None, namespace: str | None = None
+    ) -> TrainerStatus | None:
+        """The trainer's latest report (`status.trainerStatus`: percentage, ETA, metrics), or None."""
+        job = self.get_job(name, kind, namespace)
+        return job.status.trainer_status if job.status is not None else None
 
     def list_jobs(
         self, kind: KindArg = None, namespace: str | None = None, all_namespaces: bool = False

@@ -40,6 +40,7 @@ from kubetrain.common.leader import LeaderElectionConfig
 from kubetrain.common.manager import Manager
 from kubetrain.common.metrics import Metrics
 from kubetrain.common.metricsauth import MetricsSecurity, metrics_security
+from kubetrain.common.progress.service import ProgressConfig, ProgressService
 
 __all__ = ["Clients", "ConnectError", "Operator", "OperatorConfig"]
 
@@ -48,6 +49,9 @@ log = logging.getLogger("kubetrain.operator")
 Address = tuple[str, int]
 _LEADER_QPS, _LEADER_BURST = 5.0, 10
 """The leader-election client's own limiter: a renewal every retry period needs little."""
+_PROGRESS_QPS, _PROGRESS_BURST = 20.0, 40
+"""The progress endpoint's client: TokenReviews (cached a minute per token), coalesced status writes (one
+per job per interval) and the CA ConfigMaps."""
 
 
 class ConnectError(KubetrainError):
@@ -75,6 +79,9 @@ class OperatorConfig:
     metrics_cert_path: str | None = None
     """A directory with tls.crt and tls.key for the metrics listener; None: a self-signed pair made at
     start."""
+    progress: ProgressConfig | None = None
+    """The training-progress endpoint (KEP-2779, `kubetrain.common.progress`): served, and new pods injected
+    to report to it, when set; None: neither."""
     qps: float = 50.0
     burst: int = 100
     workers: int = 1
@@ -93,6 +100,8 @@ class Clients:
     api: KubeApiClient
     leader: KubeApiClient | None
     events: KubeApiClient
+    progress: KubeApiClient | None = None
+    """The progress endpoint's (its writes never wait behind reconciles), when it is served."""
 
 
 class Operator:
@@ -112,6 +121,8 @@ class Operator:
         self.metrics = metrics or Metrics(CollectorRegistry())
         """Every client counts its requests here; it is what /metrics serves."""
         self.manager: Manager | None = None
+        self.progress: ProgressService | None = None
+        """The training-progress endpoint, once built (when `config.progress` is set)."""
 
     def main(self) -> None:
         """Run until SIGTERM or SIGINT, in a new event loop."""
@@ -132,7 +143,10 @@ class Operator:
             leader = None
             if config.leader_election:
                 leader = await self._connect(_LEADER_QPS, _LEADER_BURST, opened)
-            clients = Clients(api, leader, events)
+            progress = None
+            if config.progress:
+                progress = await self._connect(_PROGRESS_QPS, _PROGRESS_BURST, opened)
+            clients = Clients(api, leader, events, progress)
             await self.prepare(clients)
             security = await metrics_security(
                 secure=config.metrics_secure and config.metrics_address is not None,
@@ -172,6 +186,7 @@ class Operator:
             shutdown_grace=config.shutdown_grace,
         )
         identity = config.leader_election.identity if config.leader_election else ""
+        self.progress = self._progress(clients, manager)
         for cls in self.controllers:
             component = cls.kind.operator_name
             self.metrics.event_recorder(component)
@@ -197,7 +212,19 @@ class Operator:
             recorder=recorder,
             workers=config.workers,
             child_event_delay=config.child_event_delay,
+            progress=self.progress.injection if self.progress else None,
         )
+
+    def _progress(self, clients: Clients, manager: Manager) -> ProgressService | None:
+        """The training-progress endpoint, run beside the controllers (leader or not), if configured."""
+        if self.config.progress is None or clients.progress is None:
+            return None
+        kinds = [cls.kind for cls in self.controllers]
+        service = ProgressService(
+            manager, clients.progress, kinds, self.config.progress, registry=manager.registry
+        )
+        manager.add_runnable(service.run)
+        return service
 
     async def _connect(self, qps: float, burst: int, opened: list[KubeApiClient]) -> KubeApiClient:
         config = self.config

@@ -203,9 +203,9 @@ def _rows(table: str) -> dict[str, tuple[str, str]]:
         if not cells:
             continue
         if cells[0] == "NAME":
-            assert cells == ["NAME", "STATE", "AGE"], line
+            assert cells == ["NAME", "STATE", "PROGRESS", "ETA", "AGE"], line
             continue
-        name, state, age = cells
+        name, state, *_, age = cells  # Progress and ETA are blank until the trainer reports
         rows[name] = (state, age)
     return rows
 

@@ -95,7 +95,7 @@ def test_submit_is_all_or_nothing_then_get_shows_every_kind(kubetrain: Run, tmp_
         "mpijob.kubeflow.org/mpi-mpich created",
     ]
     table = kubetrain("get").stdout.splitlines()
-    assert table[0].split() == ["NAME", "KIND", "STATE", "AGE"]
+    assert table[0].split() == ["NAME", "KIND", "STATE", "PROGRESS", "ETA", "METRIC", "AGE"]
     assert sorted(line.split()[:3] for line in table[1:]) == [
         ["mpi-mpich", "MPIJob", "<none>"],
         ["pytorch-ddp", "PyTorchJob", "<none>"],

@@ -146,12 +146,12 @@ def test_replica_types_are_checked_in_any_letter_case(
     assert code != 0 and f"spec.{info.replica_specs_field}" in out and "must be replica types" in out, out
 
 
-def test_get_shows_state_and_age_columns(crds: ControlPlane, namespace: str) -> None:
+def test_get_shows_state_progress_eta_and_age_columns(crds: ControlPlane, namespace: str) -> None:
     for info in KINDS:
         code, out = _apply(crds, namespace, _job(info, name=f"cols-{info.singular}"))
         assert code == 0, out
         header = crds.kubectl("get", info.plural, namespace=namespace).stdout.splitlines()[0].split()
-        assert header == ["NAME", "STATE", "AGE"]
+        assert header == ["NAME", "STATE", "PROGRESS", "ETA", "AGE"]
     listed = crds.kubectl("get", "kubeflow", "-o", "name", namespace=namespace).stdout.split()
     assert len(listed) == len(KINDS), "the `kubeflow` category lists every training job"
 

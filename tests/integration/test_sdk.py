@@ -349,3 +349,27 @@ def test_events_about_the_job_are_listed(client: TrainingClient, crds: ControlPl
     crds.kubectl("create", "-f", "-", input=json.dumps(event), namespace=namespace)
     events = client.get_job_events("mpi-mpich")
     assert [e.reason for e in events] == ["MPIJobCreated"]
+
+
+def test_the_trainers_report_is_read_back_and_its_bounds_are_the_servers(
+    client: TrainingClient, crds: ControlPlane, namespace: str
+) -> None:
+    """`get_job_progress` returns status.trainerStatus as stored; the API server itself refuses a report
+    out of bounds (any writer, not only the operator), naming the field."""
+    client.create_job(EXAMPLES / "tensorflow" / "tf-ps-workers.yaml")
+    assert client.get_job_progress("tf-ps-workers") is None
+    report = {
+        "progressPercentage": 42,
+        "estimatedRemainingSeconds": 310,
+        "metrics": [{"name": "loss", "value": "0.0412"}],
+        "lastUpdatedTime": "2026-01-01T00:00:00Z",
+    }
+    patch = ["patch", "tfjobs.kubeflow.org", "tf-ps-workers", "--subresource=status", "--type=merge", "-p"]
+    crds.kubectl(*patch, json.dumps({"status": {"trainerStatus": report}}), namespace=namespace)
+    progress = client.get_job_progress("tf-ps-workers", "tfjob")
+    assert progress is not None and progress.to_wire() == report
+    columns = crds.kubectl("get", "tfjobs", namespace=namespace).stdout.splitlines()[1].split()
+    assert columns[1:3] == ["42", "310"]
+    over = json.dumps({"status": {"trainerStatus": {"progressPercentage": 101}}})
+    refused = crds.kubectl(*patch, over, namespace=namespace, check=False)
+    assert refused.returncode != 0 and "trainerStatus.progressPercentage" in refused.stderr

@@ -142,6 +142,9 @@ def test_example_succeeds_and_its_replicas_train_in_lock_step(example: str, tmp_
         assert expect.loss is None or result["loss"] <= expect.loss, (
             f"{result['pod']} loss too high: {result}"
         )
+    report = re.search(r"^\[kubetrain\] final report: progress 100%, (.*)$", output, re.MULTILINE)
+    assert report is not None, f"the trainer's reports never reached 100%:\n{output[-6000:]}"
+    assert "loss=" in report.group(1) and "accuracy=" in report.group(1), report.group(0)
     digests = {r["weights_sha256"] for r in found}
     assert len(digests) == 1, f"replicas ended with different weights: {found}"
     took = time.monotonic() - started

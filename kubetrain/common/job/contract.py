@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kubetrain.common.kube.resources import Obj, Resource
     from kubetrain.common.kube.store import Store
     from kubetrain.common.metrics import Metrics
+    from kubetrain.common.progress.inject import ProgressInjection
 
 __all__ = ["JobContract"]
 
@@ -107,6 +108,10 @@ class JobContract(Protocol[JobT]):
 
     @property
     def terminating_timeout(self) -> float: ...
+
+    @property
+    def progress(self) -> ProgressInjection | None:
+        """Where new pods report training progress (KEP-2779); None: they get no reporting env."""
 
     @property
     def fence(self) -> WriteFence: ...

@@ -49,6 +49,7 @@ from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import PODS, SERVICES, Obj, Resource
 from kubetrain.common.kube.store import Store
 from kubetrain.common.metrics import SKIP_MANAGED_BY, Metrics
+from kubetrain.common.progress.inject import ProgressInjection
 from kubetrain.common.reconcile import Request, Result
 
 __all__ = ["CONFLICT_RETRY", "JobController", "JobT"]
@@ -87,9 +88,11 @@ class JobController(Generic[JobT]):
         gang: GangScheduling | None = None,
         terminating_timeout: float = DEFAULT_TERMINATING_TIMEOUT,
         service_mode: ServiceMode | None = None,
+        progress: ProgressInjection | None = None,
     ) -> None:
         """`cache` holds an informer store for each of `resources()`; `gang` enables gang scheduling;
-        `service_mode` picks how pods get DNS names, among the kind's `service_modes` (else its first)."""
+        `service_mode` picks how pods get DNS names, among the kind's `service_modes` (else its first);
+        `progress` gives new pods the env and volume to report training progress to the operator."""
         missing = [str(r) for r in self.resources_for(gang) if r not in cache]
         if missing:
             raise ValueError(f"{type(self).__name__} needs cached stores of: {', '.join(missing)}")
@@ -102,6 +105,7 @@ class JobController(Generic[JobT]):
         self.gang = gang
         self.terminating_timeout = terminating_timeout
         self.service_mode = service_mode if service_mode in self.service_modes else self.service_modes[0]
+        self.progress = progress
         self.fence = WriteFence()
         self.unwritten = Unwritten()
         self.errors = ErrorBudget()

@@ -24,6 +24,7 @@ from kubetrain.common.job.pods import desired_pod
 from kubetrain.common.job.services import ServiceMode, desired_service, job_service, service_ports
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
+from kubetrain.common.progress.inject import opted_out
 
 if TYPE_CHECKING:
     from kubetrain.common.job.contract import JobContract
@@ -65,7 +66,13 @@ class Renderer(Generic[JobT]):
             other = gangs.decorate_pod(self._ctl.gang, pod, job_name=job.name, rtype=rtype)
             if other:
                 self._writer.event(EventType.WARNING, "SetPodTemplateSchedulerName", other)
-        return self._ctl.configure_pod(job, rtype, index, pod)
+        pod = self._ctl.configure_pod(job, rtype, index, pod)
+        injection = self._ctl.progress
+        if injection is None or opted_out(job.metadata.annotations):
+            return pod
+        info = self._ctl.kind
+        return injection.apply(pod, api_version=info.api_version, plural=info.plural, namespace=job.namespace,
+                               name=job.name)  # fmt: skip
 
     def services(self) -> dict[str, Callable[[], Obj]]:
         """The Services the job wants, by name, each with the function that renders its body (called only

@@ -4,7 +4,9 @@ The data is scikit-learn's bundled `load_digits` (1,797 8x8 images of digits, sh
 nothing downloaded): a fixed split of 1,437 training and 360 test images. Each rank trains on its own
 equal-sized shard, so data-parallel replicas step in lock-step. Random guessing scores about 10%.
 
-Each trainer ends by printing one line a test (or a user) can parse:
+After every epoch (or step) rank 0 reports its progress, loss and accuracy (`report_epoch`) to the
+operator's status endpoint (KEP-2779), or to `kubetrain run --local`. Each trainer ends by printing one
+line a test (or a user) can parse:
     kubetrain-result {"accuracy": 0.95, "rank": 0, "weights_sha256": "...", ...}
 The weights digest is over the final float32 parameters: replicas that really all-reduced end identical.
 """
@@ -26,14 +28,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubetrain.runtimes import progress
+
 __all__ = [
     "RESULT_PREFIX",
     "Digits",
     "TrainArgs",
+    "held_out_scores",
     "limit_threads",
     "load_digits",
     "parse_args",
     "print_result",
+    "report_epoch",
     "shard",
     "start_watchdog",
     "weights_digest",
@@ -233,6 +239,22 @@ def print_result(**fields: Any) -> None:
     # lets another rank's output slip in between
     sys.stdout.write(RESULT_PREFIX + json.dumps(fields, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+def report_epoch(rank: int, epoch: int, epochs: int, **metrics: float) -> None:
+    """Rank 0 reports the training's progress after an epoch (`kubetrain.runtimes.progress`): the epoch
+    of `epochs` and the metrics (loss, accuracy). A no-op where no receiver is configured."""
+    if rank == 0:
+        progress.report(step=epoch + 1, total=epochs, epoch=epoch + 1, **metrics)
+
+
+def held_out_scores(logits: npt.NDArray[Any], data: Digits) -> dict[str, float]:
+    """The test set's mean cross-entropy (`loss`) and `accuracy`, from the model's logits on `x_test`."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = float(-log_probs[np.arange(len(data.y_test)), data.y_test].mean())
+    accuracy = float((logits.argmax(axis=1) == data.y_test).mean())
+    return {"loss": round(loss, 4), "accuracy": round(accuracy, 4)}
 
 
 def limit_threads() -> None:

@@ -25,6 +25,7 @@ from kubetrain.runtimes.examples.common import (
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     shard,
     start_watchdog,
     weights_digest,
@@ -53,6 +54,8 @@ def train(hvd: Any, args: TrainArgs, data: Digits) -> Any:
             loss: Any = F.cross_entropy(model(x[batch]), y[batch])
             loss.backward()
             optimizer.step()  # waits for Horovod's all-reduce of this step's gradients
+        accuracy = evaluate(model, data, torch.device("cpu")) if hvd.rank() == 0 else 0.0
+        report_epoch(hvd.rank(), epoch, args.epochs, loss=float(loss.item()), accuracy=accuracy)
     return model
 
 

@@ -31,6 +31,7 @@ from kubetrain.runtimes.examples.common import (
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     start_watchdog,
     weights_digest,
 )
@@ -99,6 +100,9 @@ def train(ctx: kt_jax.JaxContext, args: TrainArgs, data: Digits) -> tuple[Params
             params, velocity, loss = jitted(params, velocity, x, y)
             losses.append(loss)
         mean_loss = float(np.mean([_local(loss) for loss in losses]))
+        if ctx.process_id == 0:
+            accuracy = evaluate({k: _local(v) for k, v in params.items()}, data)
+            report_epoch(0, epoch, args.epochs, loss=mean_loss, accuracy=accuracy)
     return {k: _local(v) for k, v in params.items()}, round(mean_loss, 4)
 
 

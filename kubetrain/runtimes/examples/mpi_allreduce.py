@@ -24,11 +24,13 @@ from kubetrain.runtimes.examples.common import (
     Ints,
     Stopwatch,
     TrainArgs,
+    held_out_scores,
     limit_threads,
     load_digits,
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     shard,
     start_watchdog,
     weights_digest,
@@ -92,6 +94,8 @@ def train(comm: Any, args: TrainArgs, data: Digits) -> Mlp:
             flat = np.concatenate([g.ravel() for g in local]).astype(np.float32)
             mean = kt_mpi.allreduce_mean(comm, flat)
             model.step(_unflatten(mean, model.params), args.lr)
+        if rank == 0:
+            report_epoch(rank, epoch, args.epochs, **held_out_scores(model.logits(data.x_test), data))
     return model
 
 

@@ -32,6 +32,7 @@ from kubetrain.runtimes.examples.common import (
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     shard,
     start_watchdog,
     weights_digest,
@@ -70,6 +71,9 @@ def train(paddle: Any, args: TrainArgs, data: Digits, rank: int, world: int) -> 
             optimizer.clear_grad()
             losses.append(float(loss))
         mean_loss = float(np.mean(losses))
+        if rank == 0:
+            report_epoch(rank, epoch, args.epochs, loss=mean_loss, accuracy=evaluate(paddle, model, data))
+            model.train()
     return model, round(mean_loss, 4)
 
 

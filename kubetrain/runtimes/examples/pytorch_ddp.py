@@ -27,6 +27,7 @@ from kubetrain.runtimes.examples.common import (
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     shard,
     start_watchdog,
     weights_digest,
@@ -75,6 +76,8 @@ def train(
             loss.backward()  # DDP all-reduces the gradients here, bucket by bucket
             state.optimizer.step()
         state.next_epoch = epoch + 1
+        accuracy = evaluate(state.model, data, ctx.device) if ctx.rank == 0 else 0.0
+        report_epoch(ctx.rank, epoch, args.epochs, loss=float(loss.item()), accuracy=accuracy)
         if on_epoch_end is not None:
             on_epoch_end(epoch, state.model, state.optimizer)
 

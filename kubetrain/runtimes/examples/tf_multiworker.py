@@ -29,6 +29,7 @@ from kubetrain.runtimes.examples.common import (
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     shard,
     start_watchdog,
     weights_digest,
@@ -57,6 +58,7 @@ def build_model(data: Digits, args: TrainArgs) -> Any:
     model.compile(
         optimizer=tf.keras.optimizers.SGD(learning_rate=args.lr, momentum=0.9),
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
     )
     return model
 
@@ -85,6 +87,19 @@ class FailureDrill(_Callback):  # type: ignore[misc]
         maybe_fail(self._args, epoch, self._rank)
 
 
+class ReportProgress(_Callback):  # type: ignore[misc]
+    """Rank 0 reports each epoch's progress, training loss and accuracy."""
+
+    def __init__(self, args: TrainArgs, rank: int) -> None:
+        super().__init__()
+        self._args, self._rank = args, rank
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        logs = logs or {}
+        metrics = {k: float(logs[k]) for k in ("loss", "accuracy") if k in logs}
+        report_epoch(self._rank, epoch, self._args.epochs, **metrics)
+
+
 def train(args: TrainArgs, config: TFConfig | None, clock: Stopwatch) -> None:
     strategy = kt_tf.make_strategy(config, timeout_s=args.timeout_s)
     data = load_digits()
@@ -94,7 +109,11 @@ def train(args: TrainArgs, config: TFConfig | None, clock: Stopwatch) -> None:
     dataset = strategy.distribute_datasets_from_function(_dataset_fn(data, args))
     steps = len(shard(len(data.x_train), 0, strategy.num_replicas_in_sync)) // args.batch_size
     model.fit(
-        dataset, epochs=args.epochs, steps_per_epoch=steps, verbose=0, callbacks=[FailureDrill(args, rank)]
+        dataset,
+        epochs=args.epochs,
+        steps_per_epoch=steps,
+        verbose=0,
+        callbacks=[FailureDrill(args, rank), ReportProgress(args, rank)],
     )
     if args.checkpoint_dir is not None and (config is None or config.is_chief):
         _save_final(model, Path(args.checkpoint_dir))

@@ -23,10 +23,12 @@ from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,
     TrainArgs,
+    held_out_scores,
     load_digits,
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     start_watchdog,
     weights_digest,
 )
@@ -87,6 +89,10 @@ def coordinate(args: TrainArgs, config: TFConfig, clock: Stopwatch) -> None:
         for _ in range(min(steps_per_epoch, total - start)):
             coordinator.schedule(step, args=(iterator,))
         coordinator.join()  # an epoch's steps are done (asynchronously, on whichever worker was free)
+        epoch, epochs = start // steps_per_epoch, -(-total // steps_per_epoch)
+        report_epoch(
+            0, epoch, epochs, **held_out_scores(model(tf.constant(data.x_test), training=False).numpy(), data)
+        )
     logits = model(tf.constant(data.x_test), training=False).numpy()
     print_result(
         accuracy=round(float((logits.argmax(axis=1) == data.y_test).mean()), 4),

@@ -33,6 +33,7 @@ from kubetrain.runtimes.examples.common import (
     maybe_fail,
     parse_args,
     print_result,
+    report_epoch,
     shard,
     start_watchdog,
 )
@@ -51,7 +52,7 @@ def train(ctx: kt_xgb.XGBoostContext, args: TrainArgs, data: Digits) -> tuple[An
     params = {
         "objective": "multi:softprob",
         "num_class": data.num_classes,
-        "eval_metric": "mlogloss",
+        "eval_metric": ["merror", "mlogloss"],  # mlogloss last: the metric the history's last entry is
         "max_depth": MAX_DEPTH,
         "eta": args.lr,
         "tree_method": "hist",
@@ -64,7 +65,16 @@ def train(ctx: kt_xgb.XGBoostContext, args: TrainArgs, data: Digits) -> tuple[An
         maybe_fail(args, epoch, ctx.rank)
         return False  # do not stop
 
-    drill = type("FailureDrill", (xgb.callback.TrainingCallback,), {"before_iteration": before_iteration})
+    def after_iteration(_self: Any, model: Any, epoch: int, log: Any) -> bool:
+        if ctx.rank == 0:
+            # from the all-reduced eval log: a predict on one rank alone would break the collective
+            train = log["train"]
+            loss, accuracy = float(train["mlogloss"][-1]), 1.0 - float(train["merror"][-1])
+            report_epoch(0, epoch, args.epochs, loss=loss, accuracy=round(accuracy, 4))
+        return False
+
+    hooks = {"before_iteration": before_iteration, "after_iteration": after_iteration}
+    drill = type("FailureDrill", (xgb.callback.TrainingCallback,), hooks)
     booster = xgb.train(
         params,
         train_set,

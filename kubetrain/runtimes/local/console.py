@@ -1,9 +1,11 @@
 """Where a local run writes: replica output prefixed like `kubectl logs --prefix`, decisions, the live table.
 
 On a terminal the per-replica table stays at the bottom and is redrawn in place (the lines above it
-scroll as usual); elsewhere (a pipe, CI) there is no table: plain lines, plus one line per change of
-the job's condition. Every replica's output is also appended to `<log_dir>/<pod>.log` when a log
-directory is given. The last line is always the job's final condition (or why the run stopped).
+scroll as usual), under a bar of the trainer's progress (ETA, loss and its sparkline), and the run ends
+with a table of the final metrics; elsewhere (a pipe, CI, `--plain`) there is no table: plain lines, plus
+one line per change of the job's condition, and one line of the final report. Every replica's output is
+also appended to `<log_dir>/<pod>.log` when a log directory is given. The last line is always the job's
+final condition (or why the run stopped).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import zlib
 from pathlib import Path
 from typing import TextIO
 
+from kubetrain.runtimes.local.progressbar import summary_lines, summary_text
 from kubetrain.runtimes.local.view import Snapshot, final_line, render_table
 
 __all__ = ["Console"]
@@ -65,8 +68,13 @@ class Console:
         """The final table (also when plain) and the final line; log files are closed."""
         self._snapshot = snapshot
         self._erase()
-        for line in render_table(snapshot, self._width()):
+        for line in render_table(snapshot, self._width(), progress=self._tty):
             self._out.write(line + "\n")
+        if self._tty:
+            for line in summary_lines(snapshot.trainer):
+                self._out.write(line + "\n")
+        elif snapshot.trainer is not None:
+            self._out.write(f"[kubetrain] final report: {summary_text(snapshot.trainer)}\n")
         self._out.write(final_line(snapshot, outcome=outcome) + "\n")
         self._out.flush()
         for log in self._logs.values():
@@ -87,7 +95,8 @@ class Console:
     def _redraw(self) -> None:
         if self._snapshot is None:
             return
-        lines = render_table(self._snapshot, self._width() - 1)  # never wrap: the erase counts lines
+        # never wrap: the erase counts lines
+        lines = render_table(self._snapshot, self._width() - 1, progress=True)
         if self._drawn and lines == self._drawn_lines:
             return
         self._erase()

@@ -5,7 +5,8 @@ environment first on PATH (so `python`, `torchrun` and `kubetrain` are the curre
 container's environment, last wins:
 1. this process's environment, minus the variables the operator owns (TF_CONFIG, MASTER_*, PET_*, the
    MPI launchers' ...), so a developer's shell cannot leak into the replicas;
-2. the node's: PATH (venv first), HOSTNAME (the pod's), the run marker `KUBETRAIN_LOCAL_RUN`;
+2. the node's: PATH (venv first), HOSTNAME (the pod's), the run marker `KUBETRAIN_LOCAL_RUN`, and the
+   run's progress endpoint `KUBEFLOW_TRAINER_STATUS_URL` (a developer's own KEP-2779 env is dropped);
 3. the pod's own env (resolved and rewritten for the local network and volumes);
 4. for MPI launchers, the remote-shell agent in place of ssh, for every implementation (Open MPI's
    `OMPI_MCA_plm_rsh_agent`, Hydra's `HYDRA_LAUNCHER*` and `I_MPI_HYDRA_BOOTSTRAP*`), MPI kept on the
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubetrain.runtimes.contract import names as n
+from kubetrain.runtimes.contract import progress
 
 __all__ = ["RUN_MARKER", "LocalNode", "base_env", "is_mpi_worker"]
 
@@ -37,6 +39,7 @@ RUN_MARKER = "KUBETRAIN_LOCAL_RUN"
 _OWNED = frozenset(
     {n.TF_CONFIG, n.MASTER_ADDR, n.MASTER_PORT, n.WORLD_SIZE, n.RANK, n.LOCAL_RANK, n.GROUP_RANK}
     | {n.LOCAL_WORLD_SIZE, n.TORCHELASTIC_RUN_ID, n.K_MPI_JOB_ROLE, RUN_MARKER}
+    | {progress.URL_ENV, progress.CA_CERT_ENV, progress.TOKEN_ENV}
 )
 _OWNED_PREFIXES = ("PET_", "OMPI_", "PMI_", "PMIX_", "HYDRA_", "I_MPI_", "MPI4PY_")
 _HERE = Path(__file__).resolve().parent
@@ -61,6 +64,8 @@ class LocalNode:
     run_id: str
     python: str = sys.executable
     environ: Mapping[str, str] | None = None
+    progress_url: str | None = None
+    """The run's report receiver (`reports.py`): every container gets it as KUBEFLOW_TRAINER_STATUS_URL."""
 
     def prepare(self) -> None:
         """Write the agent wrapper (an executable path is what MPI launchers accept)."""
@@ -86,6 +91,8 @@ class LocalNode:
         env["HOSTNAME"] = hostname
         env |= pod_env
         env[RUN_MARKER] = self.run_id
+        if self.progress_url is not None:
+            env[progress.URL_ENV] = self.progress_url  # plain HTTP on loopback: no CA, no token
         if n.K_MPI_JOB_ROLE in pod_env:
             env |= self._mpi_env(pod_env, env["PATH"])
         if is_mpi_worker(pod_env):

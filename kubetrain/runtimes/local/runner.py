@@ -7,6 +7,9 @@ each replica's env (TF_CONFIG, MASTER_*, ...), applies restartPolicy/ExitCode, b
 activeDeadlineSeconds, the success policy and cleanPodPolicy, and writes the job's conditions. The local
 kubelet (`kubelet`) runs each pod's main container as a process group here and reports pod statuses.
 
+The replicas report training progress (KEP-2779) to a loopback receiver (`reports`), whose latest report the
+run writes to the job's status, as the operator's endpoint would; the console shows it as a live bar.
+
 The run ends when the job has a terminal condition and the operator's cleanup is done (pods it keeps may
 run to their own end for a little while: `linger`), on the timeout,
 or on `interrupt()` (Ctrl-C; a second one kills at once). Whatever still runs then is stopped
@@ -29,7 +32,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kubetrain.api import JobStatus
+from kubetrain.api import JobStatus, kind_info
 from kubetrain.common.clock import SystemClock
 from kubetrain.common.events import EventType, ObjectRef
 from kubetrain.common.job import (
@@ -54,6 +57,8 @@ from kubetrain.runtimes.local.network import Hosts, Network, ReplicaNames
 from kubetrain.runtimes.local.node import RUN_MARKER, LocalNode
 from kubetrain.runtimes.local.plan import Planner
 from kubetrain.runtimes.local.ports import PortAllocator
+from kubetrain.runtimes.local.progressbar import LossHistory
+from kubetrain.runtimes.local.reports import ReportReceiver
 from kubetrain.runtimes.local.sweep import kill_marked
 from kubetrain.runtimes.local.view import Board, Condition, ReplicaRow, Snapshot, latest_condition
 
@@ -116,6 +121,7 @@ class _Session:
     network: Network
     jobs: Informer
     pods: Informer
+    reports: ReportReceiver
 
 
 class LocalRun:
@@ -147,6 +153,7 @@ class LocalRun:
         self._session: _Session | None = None
         self._started = time.monotonic()
         self._engine: ContainerEngine | None = None
+        self._losses = LossHistory()
 
     def preflight(self) -> None:
         """What must hold before anything starts: with runtime `container`, an engine on PATH and every
@@ -193,9 +200,11 @@ class LocalRun:
         await session.manager.api.create(resource, self.namespace, self.job)
         manager_task = asyncio.ensure_future(session.manager.run())
         leftovers: tuple[int, ...] = ()
+        session.reports.start()
         try:
             outcome = await self._until_done(session, manager_task)
         finally:
+            session.reports.stop()
             await session.kubelet.shutdown(0.0 if self._interrupts > 1 else self._opts.grace)
             session.manager.stop()
             self._board.stopped()
@@ -208,7 +217,10 @@ class LocalRun:
         return outcome, leftovers
 
     def _wire(self, run_dir: Path) -> _Session:
-        node = LocalNode(run_dir, self.run_id, environ=self._opts.environ)
+        info = kind_info(self._cls.kind.model.model_validate(self.job))
+        reports = ReportReceiver(info.api_version, self.namespace, info.plural, self.name)
+        url = reports.url if self._opts.runtime == "process" else None  # a container's loopback is its own
+        node = LocalNode(run_dir, self.run_id, environ=self._opts.environ, progress_url=url)
         node.prepare()
         api = InMemoryApiClient(status_subresources=[self._cls.job_resource()])
         manager = Manager(api, namespace=self.namespace, http_address=None, shutdown_grace=2.0)
@@ -231,11 +243,12 @@ class LocalRun:
         pods.add_handler(kubelet)
         pods.add_handler(self._board)
         jobs = manager.informer(controller.job_resource())
-        return _Session(manager, controller, kubelet, network, jobs, pods)
+        return _Session(manager, controller, kubelet, network, jobs, pods, reports)
 
     async def _until_done(self, session: _Session, manager_task: asyncio.Future[None]) -> Outcome:
         deadline = None if self._opts.timeout is None else self._started + self._opts.timeout
         while True:
+            await self._write_report(session)
             self._console.update(self._snapshot())
             if manager_task.done():
                 manager_task.result()  # raises what stopped the operator
@@ -249,6 +262,15 @@ class LocalRun:
                 await self._await_cleanup(session)
                 return Outcome.SUCCEEDED if is_succeeded(status) else Outcome.FAILED
             await self._pause()
+
+    async def _write_report(self, session: _Session) -> None:
+        """The latest report, if a new one came, into the job's status (as the operator's endpoint does)."""
+        report = session.reports.take()
+        if report is None:
+            return
+        patch = {"status": {"trainerStatus": report.to_wire()}}
+        resource = session.controller.job_resource()
+        await session.manager.api.patch(resource, self.namespace, self.name, patch, subresource="status")
 
     async def _await_cleanup(self, session: _Session) -> None:
         """Let the operator apply cleanPodPolicy (the rule read back from the operator's own code)."""
@@ -282,6 +304,8 @@ class LocalRun:
         pids = session.kubelet.pids() if session else {}
         gpus = session.kubelet.gpus() if session else {}
         rows = self._board.rows(pids, _port_notes(session.network if session else None), gpus)
+        trainer = JobStatus.model_validate(self._last_job.get("status") or {}).trainer_status
+        self._losses.add(trainer)
         return Snapshot(
             kind=str(self.job.get("kind", "")),
             namespace=self.namespace,
@@ -289,6 +313,8 @@ class LocalRun:
             condition=latest_condition(self._last_job),
             rows=rows,
             elapsed=time.monotonic() - self._started,
+            trainer=trainer,
+            losses=tuple(self._losses.values),
         )
 
     def _check_gpus(self, ctl: JobController[Any]) -> None:

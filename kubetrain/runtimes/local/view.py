@@ -2,7 +2,8 @@
 
 `Board` remembers every replica seen (a deleted pod keeps its last row, marked Deleted) and counts
 restarts the way a user thinks of them: in-place container restarts plus pods the operator replaced.
-`render_table` draws the live table; `final_line` states how the job ended, with the operator's reason.
+`render_table` draws the live table (under the training progress bar, on a terminal); `final_line` states
+how the job ended, with the operator's reason.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubetrain.api import TrainerStatus
 from kubetrain.common.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
+from kubetrain.runtimes.local.progressbar import bar_line
 
 __all__ = ["Board", "Condition", "ReplicaRow", "Snapshot", "final_line", "latest_condition", "render_table"]
 
@@ -49,6 +52,10 @@ class Snapshot:
     condition: Condition | None
     rows: tuple[ReplicaRow, ...]
     elapsed: float = 0.0
+    trainer: TrainerStatus | None = None
+    """The trainer's latest report (`status.trainerStatus`), None before the first."""
+    losses: tuple[float, ...] = ()
+    """The loss of each report so far (bounded), for the sparkline."""
 
 
 def latest_condition(job: Obj | None) -> Condition | None:
@@ -143,8 +150,9 @@ class Board:
 _COLUMNS = ("REPLICA", "TYPE", "STATE", "RESTARTS", "EXIT", "PID", "LOCAL PORTS")
 
 
-def render_table(snapshot: Snapshot, width: int = 120) -> list[str]:
-    """The live view: a header line with the job's condition, then one line per replica."""
+def render_table(snapshot: Snapshot, width: int = 120, *, progress: bool = False) -> list[str]:
+    """The live view: a header line with the job's condition, the training progress bar (with `progress`,
+    once the trainer has reported), then one line per replica."""
     with_gpus = any(r.gpus for r in snapshot.rows)  # the GPUS column only where GPUs are in play
     columns = (*_COLUMNS, "GPUS") if with_gpus else _COLUMNS
     cells = [
@@ -154,6 +162,8 @@ def render_table(snapshot: Snapshot, width: int = 120) -> list[str]:
     ]  # fmt: skip
     widths = [max(len(c[i]) for c in [columns, *cells]) for i in range(len(columns))]
     lines = [_header(snapshot)]
+    if progress and snapshot.trainer is not None:
+        lines.append(bar_line(snapshot.trainer, list(snapshot.losses)))
     for row in [columns, *cells]:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return [line[:width] for line in lines]

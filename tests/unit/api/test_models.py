@@ -28,6 +28,7 @@ from kubetrain.api import (
 )
 from kubetrain.api.common import JobStatus, ReplicaStatus, SchedulingPolicy
 from kubetrain.api.pytorchjob import ElasticPolicy
+from kubetrain.api.trainerstatus import TrainerMetric, TrainerStatus
 
 RICH_TFJOB = """
 apiVersion: kubeflow.org/v1
@@ -258,7 +259,20 @@ WIRE_NAMES: list[tuple[type[BaseModel], set[str]]] = [
             "metrics",
         },
     ),
-    (JobStatus, {"conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime"}),
+    # trainerStatus: KEP-2779's TrainJob field, which Kubeflow's v1 kinds lack (docs/progress.md)
+    (
+        JobStatus,
+        {
+            "conditions",
+            "replicaStatuses",
+            "startTime",
+            "completionTime",
+            "lastReconcileTime",
+            "trainerStatus",
+        },
+    ),
+    (TrainerStatus, {"progressPercentage", "estimatedRemainingSeconds", "metrics", "lastUpdatedTime"}),
+    (TrainerMetric, {"name", "value"}),
     (ReplicaStatus, {"active", "succeeded", "failed", "labelSelector", "selector"}),
 ]
 

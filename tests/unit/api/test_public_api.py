@@ -60,6 +60,13 @@ PUBLIC = {
     "Quantity",
     "Int32",
     "Int64",
+    # progress (KEP-2779)
+    "TrainerStatus",
+    "TrainerMetric",
+    "MAX_METRICS",
+    "MAX_METRIC_NAME",
+    "MAX_METRIC_VALUE",
+    "latest_metric",
     # kinds
     "KindInfo",
     "KINDS",

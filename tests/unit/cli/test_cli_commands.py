@@ -34,6 +34,13 @@ def _status(*types: str) -> dict[str, Any]:
     return {"conditions": conditions, "replicaStatuses": {"Worker": {"active": 2, "failed": 1}}}
 
 
+TRAINER_STATUS = {
+    "progressPercentage": 42,
+    "estimatedRemainingSeconds": 310,
+    "metrics": [{"name": "accuracy", "value": "0.97"}, {"name": "loss", "value": "0.0412"}],
+}
+
+
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -46,13 +53,14 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_get_lists_every_kind_in_one_table_with_the_last_condition_as_state(
     fake: Any, job: Make, capsys: Any
 ) -> None:
-    fake.jobs += [job("TFJob", "a"), job("PyTorchJob", "b", status=_status("Created", "Running"))]
+    reported = {**_status("Created", "Running"), "trainerStatus": TRAINER_STATUS}
+    fake.jobs += [job("TFJob", "a"), job("PyTorchJob", "b", status=reported)]
     code, out, _ = run(capsys, "get")
     lines = out.splitlines()
     assert code == 0
-    assert lines[0].split() == ["NAME", "KIND", "STATE", "AGE"]
-    assert lines[1].split()[:3] == ["a", "TFJob", "<none>"]
-    assert lines[2].split()[:3] == ["b", "PyTorchJob", "Running"]
+    assert lines[0].split() == ["NAME", "KIND", "STATE", "PROGRESS", "ETA", "METRIC", "AGE"]
+    assert lines[1].split()[:6] == ["a", "TFJob", "<none>", "<none>", "<none>", "<none>"]
+    assert lines[2].split()[:6] == ["b", "PyTorchJob", "Running", "42%", "5m10s", "loss=0.0412"]
     assert fake.calls[0] == ("list_jobs", {"kind": None, "namespace": None, "all_namespaces": False})
     assert fake.closed
 
@@ -75,6 +83,9 @@ def test_get_all_namespaces_adds_a_namespace_column_and_wide_adds_replicas(
         "NAME",
         "KIND",
         "STATE",
+        "PROGRESS",
+        "ETA",
+        "METRIC",
         "AGE",
         "REPLICAS",
         "ACTIVE",
@@ -83,7 +94,7 @@ def test_get_all_namespaces_adds_a_namespace_column_and_wide_adds_replicas(
     ]
     cells = row.split()
     assert cells[:4] == ["team-a", "b", "PyTorchJob", "Running"]
-    assert cells[5:] == ["Master:1,Worker:2", "2", "0", "1"]
+    assert cells[8:] == ["Master:1,Worker:2", "2", "0", "1"]
 
 
 def test_get_one_job_as_yaml_json_and_name(fake: Any, job: Make, capsys: Any) -> None:
@@ -338,3 +349,37 @@ def test_help_documents_every_exit_code() -> None:
         assert f"\n  {code.value} " in text, (
             f"exit code {code.value} ({code.name}) is not in `kubetrain --help`"
         )
+
+
+def test_get_watch_follows_progress_until_every_job_has_finished(
+    fake: Any, job: Make, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read shows the new report (a plain line per change off a terminal); the last table follows."""
+    versions = iter(
+        [
+            {**_status("Created", "Running"), "trainerStatus": {**TRAINER_STATUS, "progressPercentage": 10}},
+            {**_status("Created", "Running"), "trainerStatus": TRAINER_STATUS},
+            {**_status("Created", "Succeeded"), "trainerStatus": {"progressPercentage": 100}},
+        ]
+    )
+    fake.jobs += [job("PyTorchJob", "b", status=next(versions))]
+
+    def next_version(_seconds: float) -> None:
+        fake.jobs[:] = [job("PyTorchJob", "b", status=next(versions))]
+
+    monkeypatch.setattr("kubetrain.cli.get.time.sleep", next_version)
+    code, out, err = run(capsys, "get", "-w")
+    assert code == 0
+    shown = [line.split("] ", 1)[1] for line in err.splitlines()]
+    assert [line.rsplit("; ", 1)[1] for line in shown] == [
+        "10%, ETA 5m10s, loss=0.0412",
+        "42%, ETA 5m10s, loss=0.0412",
+        "100%",
+    ]
+    assert "Succeeded" in shown[-1]
+    assert out.splitlines()[1].split()[:4] == ["b", "PyTorchJob", "Succeeded", "100%"]
+
+
+def test_get_watch_refuses_an_output_format(capsys: Any) -> None:
+    code, _, err = run(capsys, "get", "-w", "-o", "yaml")
+    assert code == 2 and "-w" in err and "-o" in err

@@ -15,7 +15,8 @@ from kubetrain.cli.describe import describe_job
 from kubetrain.cli.jobargs import Target, parse_target
 from kubetrain.cli.logs import format_logs
 from kubetrain.cli.output import human_age, table
-from kubetrain.cli.wait import Progress, parse_duration, progress_line
+from kubetrain.cli.progressview import JobBars, progress_line
+from kubetrain.cli.wait import parse_duration
 from kubetrain.client.kinds import UnknownKindError
 
 Make = Callable[..., AnyJob]
@@ -159,14 +160,46 @@ def test_progress_line_names_state_reason_and_pods(job: Make) -> None:
     assert line == "TFJob a: Running (TFJobRunning); PS 1 active; Worker 1 active, 1 failed"
 
 
-def test_progress_on_a_terminal_rewrites_one_line_and_ends_it(job: Make) -> None:
-    ticks = iter([0.0, 5.0, 65.0])
+def _reporting(job: Make, percent: int) -> AnyJob:
+    running = _running(job)
+    trainer = {
+        "progressPercentage": percent,
+        "estimatedRemainingSeconds": 310,
+        "metrics": [{"name": "loss", "value": "0.0412"}],
+    }
+    assert running.status is not None
+    status = running.status.to_wire()
+    return job("TFJob", "a", status={**status, "trainerStatus": trainer})
+
+
+def test_progress_line_adds_the_trainers_report(job: Make) -> None:
+    line = progress_line(_reporting(job, 42))
+    assert line.endswith("; Worker 1 active, 1 failed; 42%, ETA 5m10s, loss=0.0412")
+
+
+def test_plain_progress_prints_one_line_per_change_only(job: Make) -> None:
+    ticks = iter([0.0, 5.0, 65.0, 70.0])
     stream = io.StringIO()
-    progress = Progress(stream, tty=True, clock=lambda: next(ticks))
-    progress(job("TFJob", "a"))
-    progress(_running(job))
-    progress.close()
-    assert stream.getvalue() == (
-        "\r\x1b[KTFJob a: waiting for the operator [5s]"
-        "\r\x1b[KTFJob a: Running (TFJobRunning); PS 1 active; Worker 1 active, 1 failed [65s]\n"
-    )
+    bars = JobBars(stream, tty=False, clock=lambda: next(ticks))
+    bars(job("TFJob", "a"))
+    bars(_reporting(job, 42))
+    bars(_reporting(job, 42))  # the same again: nothing printed
+    bars.close()
+    assert stream.getvalue().splitlines() == [
+        "[5s] TFJob a: waiting for the operator",
+        "[65s] TFJob a: Running (TFJobRunning); PS 1 active; Worker 1 active, 1 failed; 42%, ETA 5m10s, "
+        "loss=0.0412",
+    ]
+
+
+def test_progress_on_a_terminal_draws_a_bar_per_job_with_eta_and_loss(job: Make) -> None:
+    stream = io.StringIO()
+    bars = JobBars(stream, tty=True)
+    bars(_reporting(job, 42))
+    bars(job("PyTorchJob", "b"))
+    bars.close()
+    screen = stream.getvalue()
+    assert "\x1b[" in screen  # drawn for a terminal
+    last = screen[screen.rindex("TFJob a") :]
+    assert "Running" in last and " 42%" in last and "ETA 5m10s" in last and "loss=0.0412" in last
+    assert "PyTorchJob b" in screen and "  0%" in screen

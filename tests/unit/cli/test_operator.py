@@ -23,6 +23,7 @@ from kubetrain.cli.operator_options import (
     LogFormat,
     OperatorOptions,
     OptionsError,
+    ProgressOptions,
     options_from_args,
     parse_address,
 )
@@ -210,6 +211,55 @@ def test_a_bad_address_is_named(bad: str) -> None:
 )
 def test_bad_values_are_named(argv: tuple[str, ...], needle: str) -> None:
     assert needle in error(*argv)
+
+
+def test_progress_endpoint_is_off_unless_bound() -> None:
+    assert options().progress is None
+    assert options("--progress-bind-address=0", "--progress-url=https://x:1").progress is None
+
+
+def test_progress_url_defaults_to_the_operators_service_in_its_namespace() -> None:
+    got = options("--progress-bind-address=:8443", "--cluster-domain=corp.local")
+    service = "kubetrain-operator.kubetrain-system"
+    assert got.progress == ProgressOptions(
+        address=("", 8443),
+        url=f"https://{service}.svc:8443",
+        audience="kubetrain-progress",
+        interval=10.0,
+        hosts=(f"{service}.svc", "kubetrain-operator", service, f"{service}.svc.corp.local"),
+    )
+
+
+def test_progress_flags_given() -> None:
+    argv = ("--progress-bind-address=127.0.0.1:9443", "--progress-url=https://10.0.0.7:9443/")
+    got = options(*argv, "--progress-audience=mine", "--progress-interval=2", "--no-leader-elect", environ={})
+    assert got.progress == ProgressOptions(
+        address=("127.0.0.1", 9443),
+        url="https://10.0.0.7:9443",
+        audience="mine",
+        interval=2.0,
+        hosts=("10.0.0.7",),
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (("--progress-bind-address=8443",), "--progress-bind-address"),
+        (("--progress-bind-address=:8443", "--progress-interval=0"), "--progress-interval=0"),
+        (("--progress-bind-address=:8443", "--progress-audience= "), "--progress-audience is empty"),
+        (("--progress-bind-address=:8443", "--progress-url=http://x:1"), "--progress-url='http://x:1'"),
+        (("--progress-bind-address=:8443", "--progress-url=https://x:1/p"), "with no path"),
+    ],
+)
+def test_bad_progress_flags_are_named(argv: tuple[str, ...], needle: str) -> None:
+    assert needle in error(*argv)
+
+
+def test_progress_url_is_needed_outside_a_cluster() -> None:
+    assert "--progress-url is needed outside a cluster" in error(
+        "--progress-bind-address=:8443", "--no-leader-elect", environ={}
+    )
 
 
 def test_cluster_domain_trailing_dot_is_dropped() -> None:

@@ -300,7 +300,7 @@ def test_the_deployment_flags_mean_what_the_overlay_says(overlay: str) -> None:
         "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
     } in container["env"]
     args = [arg.replace("$(POD_NAMESPACE)", "kubetrain-system") for arg in container["args"]]
-    options = options_from_args(parser.parse_args(args), environ={})
+    options = options_from_args(parser.parse_args(args), environ={"POD_NAMESPACE": "kubetrain-system"})
     assert (options.namespaces, options.settings.gang_scheduler) == EXPECTED_SETTINGS[overlay]
     assert options.leader_election is not None
     assert (options.leader_election.namespace, options.leader_election.name) == (
@@ -310,6 +310,20 @@ def test_the_deployment_flags_mean_what_the_overlay_says(overlay: str) -> None:
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert options.health_address == ("", ports["health"])
     assert options.metrics_address == ("", ports["metrics"])
+    objects = render(OVERLAYS[overlay])
+    if overlay == "namespaced":  # its TokenReviews would need a cluster-wide right
+        assert options.progress is None and not of_kind(objects, "ClusterRole")
+        return
+    assert options.progress is not None
+    assert options.progress.address == ("", ports["progress"])
+    service = one(objects, "Service", "kubetrain-operator")
+    assert service["spec"]["ports"][0]["targetPort"] == "progress"
+    assert (
+        options.progress.url
+        == f"https://kubetrain-operator.kubetrain-system.svc:{service['spec']['ports'][0]['port']}"
+    )
+    progress = one(objects, "ClusterRole", "kubetrain-operator-progress")
+    assert _rule_set(progress["rules"]) == {("authentication.k8s.io", "tokenreviews", "create")}
 
 
 def test_scrapes_of_metrics_are_checked_where_the_install_may_and_readers_have_a_role() -> None:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import kubetrain.runtimes.contract as contract
+from kubetrain.runtimes.contract import progress
 
 
 def test_public_api_is_pinned() -> None:
@@ -48,6 +49,11 @@ def test_env_var_names_are_the_kubeflow_ones() -> None:
     )
     assert n.OMPI_MCA_ORTE_DEFAULT_HOSTFILE == "OMPI_MCA_orte_default_hostfile"
     assert (n.HOSTFILE_PATH, n.DISCOVER_HOSTS_PATH) == ("/etc/mpi/hostfile", "/etc/mpi/discover_hosts.sh")
+    assert (progress.URL_ENV, progress.CA_CERT_ENV, progress.TOKEN_ENV) == (
+        "KUBEFLOW_TRAINER_STATUS_URL",
+        "KUBEFLOW_TRAINER_STATUS_CA_CERT",
+        "KUBEFLOW_TRAINER_STATUS_TOKEN",
+    )
     for name in n.__all__:
         assert isinstance(getattr(n, name), str)
 
@@ -57,7 +63,7 @@ def test_importing_the_contract_and_the_pod_helpers_pulls_no_third_party_module(
     code = (
         "import sys; before = set(sys.modules); "
         "import kubetrain.runtimes.contract, kubetrain.runtimes.torch, kubetrain.runtimes.tensorflow, "
-        "kubetrain.runtimes.mpi; "
+        "kubetrain.runtimes.mpi, kubetrain.runtimes.progress, kubetrain.runtimes.progress.callbacks; "
         "print(sorted({m.split('.')[0] for m in set(sys.modules) - before}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

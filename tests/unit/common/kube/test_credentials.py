@@ -151,14 +151,18 @@ async def test_an_exec_plugin_user_is_handed_to_kubernetes_asyncio(tmp_path: Pat
     assert {k.lower(): v for k, v in (await got.headers()).items()} == {"authorization": "Bearer from-plugin"}
 
 
-def test_importing_the_operator_does_not_load_kubernetes_asyncio_or_aiohttp() -> None:
+def test_importing_the_operator_does_not_load_kubernetes_asyncio_aiohttp_or_rich() -> None:
     """An operator with ordinary credentials never pays for kubernetes_asyncio (tens of MiB), nor for
-    aiohttp (about 9 MiB): its HTTP client and server are kubetrain.common.kube.http and .httpserver."""
+    aiohttp (about 9 MiB): its HTTP client and server are kubetrain.common.kube.http and .httpserver. Nor
+    for the CLI's terminal library (rich draws `get -w` and `wait` bars), though `kubetrain operator`
+    builds the same parser that registers those commands."""
     probe = textwrap.dedent(
         """
         import sys
+        import kubetrain.cli
+        kubetrain.cli.build_parser()
         import kubetrain.cli.operator_app, kubetrain.common.kube.rest, kubetrain.common.manager
-        heavy = {'kubernetes_asyncio', 'aiohttp', 'yarl', 'multidict'}
+        heavy = {'kubernetes_asyncio', 'aiohttp', 'yarl', 'multidict', 'rich', 'tqdm'}
         print(sorted({m.split('.')[0] for m in sys.modules} & heavy))
         """
     )

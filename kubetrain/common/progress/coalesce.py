@@ -1,0 +1,191 @@
+"""Training-progress status writes, coalesced: the latest report wins, one write per job per interval.
+
+Pods may report every second, and a 500-job cluster with several reporting ranks per job would otherwise
+write thousands of statuses a minute. The `Coalescer` keeps only each job's latest accepted report and
+writes it at most once per `interval` (10 s by default: `--progress-interval`), as a JSON merge patch of
+`status.trainerStatus` alone, so it never touches the conditions the reconciles write. A job's first
+report is written at once; a report that arrives within the interval replaces the one waiting (counted in
+`kubetrain_progress_coalesced_total`) and is written when the interval is over. A report waiting when its
+job finishes is still written: the last report before the end always lands.
+
+The writes go through an `ApiClient` of their own (the caller gives it a rate limit of its own, as the
+Events' client has), so a flood of progress never delays a reconcile's writes. A write that fails is
+logged and dropped (a newer report will come, or the job is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from kubetrain.api import KindInfo, TrainerStatus
+from kubetrain.common.clock import Clock, SystemClock
+from kubetrain.common.errors import ApiError
+from kubetrain.common.kube.client import ApiClient
+from kubetrain.common.kube.resources import Resource
+
+__all__ = ["Coalescer", "JobKey", "ProgressGauges"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobKey:
+    info: KindInfo
+    namespace: str
+    name: str
+
+    @property
+    def resource(self) -> Resource:
+        return Resource(self.info.group, self.info.version, self.info.plural, self.info.kind)
+
+
+class ProgressGauges:
+    """Each job's written progress and numeric metrics as gauges; a job's series go with the job.
+
+    Cardinality: one progress series and at most `MAX_METRICS` metric series per job that reports, each
+    removed by `remove` when the job goes (and a metric the job stopped reporting, at its next write)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        labels = ["job_namespace", "job_name", "kind"]
+        help_text = "The trainer's latest progress, 0-100"
+        self._progress = Gauge("kubetrain_job_progress_percent", help_text, labels, registry=registry)
+        self._metric = Gauge(
+            "kubetrain_job_metric", "The trainer's latest value of each numeric metric", [*labels, "metric"],
+            registry=registry,
+        )  # fmt: skip
+        self._shown: dict[JobKey, set[str]] = {}
+
+    def show(self, key: JobKey, status: TrainerStatus) -> None:
+        job = (key.namespace, key.name, key.info.kind)
+        if status.progress_percentage is not None:
+            self._progress.labels(*job).set(status.progress_percentage)
+        values = {m.name: _number(m.value) for m in status.metrics or ()}
+        shown = {name for name, value in values.items() if value is not None}
+        for name in self._shown.get(key, set()) - shown:
+            self._metric.remove(*job, name)
+        for name in shown:
+            self._metric.labels(*job, name).set(values[name] or 0.0)
+        self._shown[key] = shown
+
+    def remove(self, key: JobKey) -> None:
+        job = (key.namespace, key.name, key.info.kind)
+        for name in self._shown.pop(key, set()):
+            self._metric.remove(*job, name)
+        with contextlib.suppress(KeyError):
+            self._progress.remove(*job)
+
+
+def _number(value: str) -> float | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+class Coalescer:
+    """Latest report per job; `run()` writes them, each job at most once per `interval` seconds."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        interval: float = 10.0,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self._api, self._interval, self._clock = api, interval, clock or SystemClock()
+        self._pending: dict[JobKey, TrainerStatus] = {}
+        self._written_at: dict[JobKey, float] = {}
+        self._wake = asyncio.Event()
+        self._coalesced = Counter(
+            "kubetrain_progress_coalesced",
+            "Reports replaced by a newer one of the same job before they were written",
+            registry=registry,
+        )
+        self._gauges = ProgressGauges(registry)
+        self._writes = Counter(
+            "kubetrain_progress_status_writes",
+            "Status writes of training progress, by result",
+            ["result"],
+            registry=registry,
+        )
+
+    def offer(self, key: JobKey, status: TrainerStatus) -> None:
+        """Keep `status` as the job's latest report (replacing one still waiting)."""
+        if key in self._pending:
+            self._coalesced.inc()
+        self._pending[key] = status
+        self._wake.set()
+
+    def flush(self, key: JobKey) -> None:
+        """The job is finishing: write its waiting report (if any) now, not after the interval."""
+        if key in self._pending:
+            self._written_at.pop(key, None)
+            self._wake.set()
+
+    def forget(self, key: JobKey) -> None:
+        """The job is gone: drop what waits for it and its write time (bounded memory)."""
+        self._pending.pop(key, None)
+        self._written_at.pop(key, None)
+        self._gauges.remove(key)
+
+    def due(self) -> tuple[list[JobKey], float | None]:
+        """The jobs whose report may be written now, and the seconds until the next one may."""
+        now = self._clock.monotonic()
+        ready: list[JobKey] = []
+        wait: float | None = None
+        for key in self._pending:
+            left = self._written_at.get(key, -self._interval) + self._interval - now
+            if left <= 0:
+                ready.append(key)
+            else:
+                wait = left if wait is None else min(wait, left)
+        return ready, wait
+
+    async def write_due(self) -> float | None:
+        """Write every report that is due; returns the seconds until the next one is."""
+        ready, wait = self.due()
+        for key in ready:
+            status = self._pending.pop(key)
+            self._written_at[key] = self._clock.monotonic()
+            await self._write(key, status)
+        return wait
+
+    async def _write(self, key: JobKey, status: TrainerStatus) -> None:
+        patch = {"status": {"trainerStatus": status.to_wire()}}
+        try:
+            await self._api.patch(key.resource, key.namespace, key.name, patch, subresource="status")
+        except ApiError as error:
+            self._writes.labels("error").inc()
+            log.info("progress of %s %s/%s not written: %s", key.info.kind, key.namespace, key.name, error)
+            return
+        self._writes.labels("written").inc()
+        self._gauges.show(key, status)
+
+    async def run(self) -> None:
+        """Write reports as they come due, until cancelled. Waiting reports are written after their
+        interval; a new job's first report wakes the loop at once."""
+        while True:
+            self._wake.clear()
+            wait = await self.write_due()
+            await self._idle(wait)
+
+    async def _idle(self, wait: float | None) -> None:
+        """Until `wait` seconds have passed (None: forever) or an offer or a flush wakes the loop."""
+        woken = asyncio.ensure_future(self._wake.wait())
+        slept = asyncio.ensure_future(self._clock.sleep(wait)) if wait is not None else None
+        try:
+            await asyncio.wait(
+                [t for t in (woken, slept) if t is not None], return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for task in (woken, slept):
+                if task is not None:
+                    task.cancel()

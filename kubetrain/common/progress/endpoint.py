@@ -1,0 +1,154 @@
+"""The decisions of the operator's training-progress endpoint (KEP-2779), apart from its transport.
+
+A request is `POST /apis/<group>/<version>/namespaces/{ns}/<plural>/{name}/status` with a bearer token and
+the body `{"trainerStatus": {...}}`. `StatusReports.handle` answers it, checking, in this order and
+before anything is written:
+
+1. the path names one of the kinds (404), the body is at most `MAX_BODY_BYTES` (413);
+2. the token is one the API server accepts for the operator's audience, by a cached TokenReview (401);
+3. the token is a projected ServiceAccount token bound to a pod of the job's namespace, and that pod
+   belongs to the job in the URL: its job-name label and its controlling owner are the job (403). A pod of
+   another job or namespace, a token of no pod and a forged or expired token are all refused;
+4. the job exists and has not finished (404, 409: reports for a finished job are refused);
+5. the body is a `trainerStatus` within the bounds of `kubetrain.api.TrainerStatus` (400).
+
+Accepted reports go to the `Coalescer` (202), which writes at most one status per job per interval. Each
+answer is counted in `kubetrain_progress_requests_total{result}`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry, Counter
+from pydantic import ValidationError
+
+from kubetrain.api import KINDS, JobStatus, KindInfo, TrainerStatus
+from kubetrain.common.job.labels import JOB_NAME_LABEL
+from kubetrain.common.job.status import is_finished
+from kubetrain.common.kube import objects
+from kubetrain.common.kube.authn import Identity, bearer_token
+from kubetrain.common.kube.resources import Obj
+from kubetrain.common.progress.coalesce import Coalescer, JobKey
+from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES
+
+__all__ = ["Answer", "Authenticator", "StatusReports"]
+
+_PATH = re.compile(
+    r"^/apis/([a-z0-9.-]+)/([a-z0-9]+)/namespaces/([a-z0-9-]{1,63})/([a-z]+)/([a-z0-9.-]{1,253})/status$"
+)
+_SERVICE_ACCOUNT = "system:serviceaccount:"
+
+
+class Authenticator(Protocol):
+    """`kubetrain.common.kube.authn.TokenAuthenticator`, with the operator's audience."""
+
+    async def authenticate(self, token: str) -> Identity | None: ...
+
+
+Lookup = Callable[[str, str], Obj | None]
+"""(namespace, name) -> the cached object, or None."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: HTTPStatus
+    message: str
+    result: str
+    """The `result` label it is counted under: accepted, not_found, too_large, unauthenticated, ..."""
+
+    def body(self) -> bytes:
+        return json.dumps({"message": self.message}).encode()
+
+
+class StatusReports:
+    """The endpoint's checks (see the module docstring); `jobs(kind)` and `pods` read informer caches."""
+
+    def __init__(
+        self,
+        authenticator: Authenticator,
+        *,
+        jobs: Callable[[KindInfo], Lookup],
+        pods: Lookup,
+        coalescer: Coalescer,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self._authn, self._jobs, self._pods, self._coalescer = authenticator, jobs, pods, coalescer
+        self._requests = Counter(
+            "kubetrain_progress_requests",
+            "Training-progress reports received, by result (accepted or why refused)",
+            ["result"],
+            registry=registry,
+        )
+
+    async def handle(self, path: str, authorization: str | None, body: bytes) -> Answer:
+        answer = await self._decide(path, authorization, body)
+        self._requests.labels(answer.result).inc()
+        return answer
+
+    async def _decide(self, path: str, authorization: str | None, body: bytes) -> Answer:
+        target = _target(path)
+        if target is None:
+            return Answer(HTTPStatus.NOT_FOUND, "not a job's status path", "not_found")
+        if len(body) > MAX_BODY_BYTES:
+            return Answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"at most {MAX_BODY_BYTES} bytes", "too_large")
+        info, namespace, name = target
+        token = bearer_token(authorization)
+        identity = await self._authn.authenticate(token) if token else None
+        if identity is None:
+            return Answer(
+                HTTPStatus.UNAUTHORIZED, "a valid token with the operator's audience", "unauthenticated"
+            )
+        job = self._jobs(info)(namespace, name)
+        if not self._pod_of(identity, job, namespace, name):
+            return Answer(
+                HTTPStatus.FORBIDDEN, f"the token's pod is not a pod of {info.kind} {name}", "forbidden"
+            )
+        assert job is not None  # _pod_of is False without a job
+        if is_finished(JobStatus.model_validate(job.get("status") or {})):
+            return Answer(HTTPStatus.CONFLICT, f"{info.kind} {namespace}/{name} has finished", "finished")
+        status = _parse(body)
+        if status is None:
+            return Answer(
+                HTTPStatus.BAD_REQUEST, 'the body must be {"trainerStatus": {...}} in bounds', "invalid"
+            )
+        self._coalescer.offer(JobKey(info, namespace, name), status)
+        return Answer(HTTPStatus.ACCEPTED, "accepted", "accepted")
+
+    def _pod_of(self, identity: Identity, job: Obj | None, namespace: str, name: str) -> bool:
+        """The token's pod is in the job's namespace, labelled with the job's name and controlled by it."""
+        if job is None or not identity.username.startswith(f"{_SERVICE_ACCOUNT}{namespace}:"):
+            return False
+        pod = self._pods(namespace, identity.pod_name or "") if identity.pod_name else None
+        if pod is None or (identity.pod_uid and objects.uid(pod) != identity.pod_uid):
+            return False
+        owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
+        controlled = any(o.get("controller") and o.get("uid") == objects.uid(job) for o in owners)
+        return controlled and objects.labels(pod).get(JOB_NAME_LABEL) == name
+
+
+def _target(path: str) -> tuple[KindInfo, str, str] | None:
+    match = _PATH.match(path)
+    if match is None:
+        return None
+    group, version, namespace, plural, name = match.groups()
+    for info in KINDS:
+        if (info.group, info.version, info.plural) == (group, version, plural):
+            return info, namespace, name
+    return None
+
+
+def _parse(body: bytes) -> TrainerStatus | None:
+    try:
+        document: Any = json.loads(body)
+        report = dict(document["trainerStatus"])
+        report["lastUpdatedTime"] = datetime.now(UTC).replace(microsecond=0)
+        return TrainerStatus.model_validate(report)
+    except (ValueError, KeyError, TypeError, ValidationError):
+        return None

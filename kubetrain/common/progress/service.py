@@ -1,0 +1,159 @@
+"""The training-progress endpoint as the operator runs it: checks, coalescing, HTTPS and the CA, wired to
+the Manager's shared informers.
+
+`ProgressService(manager, api, kinds, config)` reads jobs and pods from the informers the controllers
+already share (no watch of its own), reviews tokens and writes statuses and ConfigMaps through `api`, a
+client with a rate limit of its own (so a flood of reports never delays a reconcile), and follows the
+jobs: a new job's namespace gets the CA ConfigMap, a job that finishes has its waiting report written at
+once, a deleted job's report and gauges are dropped. `injection` is what the controllers give new pods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from kubetrain.api import JobStatus, KindInfo
+from kubetrain.common.job.labels import OPERATOR_NAME_LABEL
+from kubetrain.common.job.status import is_finished
+from kubetrain.common.kube import objects
+from kubetrain.common.kube.authn import TokenAuthenticator
+from kubetrain.common.kube.client import ApiClient
+from kubetrain.common.kube.resources import PODS, Obj, Resource
+from kubetrain.common.kube.store import Store
+from kubetrain.common.manager import Manager
+from kubetrain.common.progress.coalesce import Coalescer, JobKey
+from kubetrain.common.progress.endpoint import Lookup, StatusReports
+from kubetrain.common.progress.inject import ProgressInjection, opted_out
+from kubetrain.common.progress.server import ProgressServer
+from kubetrain.common.progress.tls import CaPublisher, load_into, self_signed
+
+__all__ = ["ProgressConfig", "ProgressService"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProgressConfig:
+    host: str
+    port: int
+    url: str
+    """How pods reach the endpoint: `https://kubetrain-operator.kubetrain-system.svc:8443`."""
+    audience: str
+    interval: float
+    hosts: tuple[str, ...]
+    """The certificate's names (the Service's DNS names, the URL's host)."""
+
+
+class ProgressService:
+    """The endpoint, run by `run()` as a Manager runnable; `port` once started."""
+
+    def __init__(
+        self,
+        manager: Manager,
+        api: ApiClient,
+        kinds: Sequence[KindInfo],
+        config: ProgressConfig,
+        *,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self._config, self._clock = config, manager.clock
+        self.injection = ProgressInjection(base_url=config.url, audience=config.audience)
+        self.coalescer = Coalescer(api, interval=config.interval, clock=manager.clock, registry=registry)
+        jobs = {info: manager.informer(_resource(info)) for info in kinds}
+        pods = [
+            manager.informer(PODS, label_selector={OPERATOR_NAME_LABEL: i.operator_name}).store for i in kinds
+        ]
+        reports = StatusReports(
+            TokenAuthenticator(api, audiences=[config.audience], clock=manager.clock),
+            jobs=lambda info: jobs[info].store.get if info in jobs else _nothing,
+            pods=_first_of(pods),
+            coalescer=self.coalescer,
+            registry=registry,
+        )
+        self._pair = self_signed(config.hosts)
+        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        load_into(self._context, self._pair)
+        self.publisher = CaPublisher(api, self._pair.cert_pem, name=self.injection.ca_config_map)
+        self.server = ProgressServer(reports, ssl_context=self._context)
+        self._namespaces: asyncio.Queue[str] = asyncio.Queue()
+        for info, informer in jobs.items():
+            informer.add_handler(_JobEvents(self, info))
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def run(self) -> None:
+        await self.server.start(self._config.host, self._config.port)
+        log.info("progress endpoint on port %d, reached by pods at %s", self.port, self._config.url)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.coalescer.run())
+                group.create_task(self._publish())
+                group.create_task(self._rotate())
+        finally:
+            await self.server.stop()
+
+    def job_seen(self, job: Obj) -> None:
+        namespace = objects.namespace(job)
+        if namespace not in self.publisher.namespaces and not opted_out(objects.annotations(job)):
+            self._namespaces.put_nowait(namespace)
+
+    async def _publish(self) -> None:
+        while True:
+            await self.publisher.ensure(await self._namespaces.get())
+
+    async def _rotate(self) -> None:
+        while True:
+            await self._clock.sleep(self._pair.renew_in(datetime.datetime.now(datetime.UTC)))
+            self._pair = self_signed(self._config.hosts)
+            load_into(self._context, self._pair)
+            log.info("progress endpoint: new serving certificate, valid until %s", self._pair.not_after)
+            await self.publisher.rotate(self._pair.cert_pem)
+
+
+class _JobEvents:
+    """A job informer's events, for the service: CA publication, flush on finish, forget on delete."""
+
+    def __init__(self, service: ProgressService, info: KindInfo) -> None:
+        self._service, self._info = service, info
+
+    def _key(self, job: Obj) -> JobKey:
+        return JobKey(self._info, objects.namespace(job), objects.name(job))
+
+    def on_add(self, obj: Obj) -> None:
+        self._service.job_seen(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        self._service.job_seen(new)
+        if _finished(new) and not _finished(old):
+            self._service.coalescer.flush(self._key(new))
+
+    def on_delete(self, obj: Obj) -> None:
+        self._service.coalescer.forget(self._key(obj))
+
+
+def _finished(job: Obj) -> bool:
+    return is_finished(JobStatus.model_validate(job.get("status") or {}))
+
+
+def _resource(info: KindInfo) -> Resource:
+    return Resource(info.group, info.version, info.plural, info.kind)
+
+
+def _nothing(namespace: str, name: str) -> Obj | None:
+    return None
+
+
+def _first_of(stores: Sequence[Store]) -> Lookup:
+    def lookup(namespace: str, name: str) -> Obj | None:
+        return next((obj for store in stores if (obj := store.get(namespace, name)) is not None), None)
+
+    return lookup

@@ -1,0 +1,59 @@
+"""Pods of a reporting job get the KEP-2779 env and the projected token+CA volume; a job can opt out, and
+an operator without a progress endpoint injects nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.common.progress.inject import MOUNT_PATH, OPT_OUT_ANNOTATION, VOLUME, ProgressInjection
+
+from .harness import Cluster
+from .toyjob import toy_job
+
+INJECTION = ProgressInjection("https://kubetrain-progress.kubetrain-system.svc:8443", audience="kt-progress")
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env") or ()}
+
+
+async def test_every_container_of_every_new_pod_gets_the_env_and_the_volume(cluster: Cluster) -> None:
+    await cluster.restart_operator(progress=INJECTION)
+    await cluster.submit(toy_job(workers=2))
+    pods = await cluster.pods()
+    assert len(pods) == 3
+    group, version = cluster.op.controller.kind.group, cluster.op.controller.kind.version
+    plural = cluster.op.controller.kind.plural
+    for pod in pods.values():
+        (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == VOLUME]
+        token, ca = volume["projected"]["sources"]
+        assert token["serviceAccountToken"] == {
+            "audience": "kt-progress",
+            "expirationSeconds": 3600,
+            "path": "token",
+        }
+        assert ca["configMap"]["name"] == "kubetrain-progress-ca"
+        assert ca["configMap"]["optional"] is True, "a pod never waits for the CA to start training"
+        for container in pod["spec"]["containers"]:
+            env = _env(container)
+            assert env["KUBEFLOW_TRAINER_STATUS_URL"] == (
+                f"https://kubetrain-progress.kubetrain-system.svc:8443/apis/{group}/{version}"
+                f"/namespaces/ns/{plural}/toy/status"
+            )
+            assert env["KUBEFLOW_TRAINER_STATUS_TOKEN"] == f"{MOUNT_PATH}/token"
+            assert env["KUBEFLOW_TRAINER_STATUS_CA_CERT"] == f"{MOUNT_PATH}/ca.crt"
+            assert {"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True} in container["volumeMounts"]
+
+
+async def test_a_job_can_opt_out_and_no_endpoint_means_no_injection(cluster: Cluster) -> None:
+    await cluster.restart_operator(progress=INJECTION)
+    job = toy_job(workers=1)
+    job["metadata"]["annotations"] = {OPT_OUT_ANNOTATION: "false"}
+    await cluster.submit(job)
+    await cluster.restart_operator()  # no endpoint configured
+    await cluster.submit(toy_job("plain", workers=1))
+    pods = await cluster.pods()
+    assert len(pods) == 4  # a leader and a worker of each job
+    for pod in pods.values():
+        assert VOLUME not in {v["name"] for v in pod["spec"].get("volumes") or ()}, pod["metadata"]["name"]
+        assert not any("KUBEFLOW_TRAINER_STATUS_URL" in _env(c) for c in pod["spec"]["containers"])

@@ -1,0 +1,90 @@
+"""The progress endpoint over HTTPS: the pods' own helper (`kubetrain.runtimes.progress`) reports through it
+with the CA and a token file, as in a pod; oversized bodies, other methods and connections past the cap are
+refused without the body being read or anything written."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from kubetrain.api import PYTORCHJOB
+from kubetrain.common.progress.server import ProgressServer
+from kubetrain.runtimes.progress import Reporter, http_sender
+from kubetrain.testing.certs import ServingTls, make_serving_tls
+
+from .test_status_endpoint import PATH, Plane, _body
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> ServingTls:
+    return make_serving_tls(tmp_path_factory.mktemp("tls"), "progress-test")
+
+
+@pytest.fixture
+async def served(tls: ServingTls) -> AsyncIterator[tuple[Plane, ProgressServer]]:
+    plane = Plane()
+    job = await plane.job(PYTORCHJOB, "team-a", "mnist")
+    plane.pod(job, "mnist-master-0")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls.crt, tls.key)
+    server = ProgressServer(plane.endpoint, ssl_context=context, max_connections=4)
+    await server.start("127.0.0.1", 0)
+    yield plane, server
+    await server.stop()
+
+
+def _post(port: int, ca: Path, body: bytes, *, method: str = "POST", length: int | None = None) -> int:
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", port, context=ssl.create_default_context(cafile=str(ca)), timeout=5
+    )
+    headers = {"Content-Length": str(len(body) if length is None else length)}
+    connection.request(method, PATH, body=body, headers=headers)
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
+async def test_the_runtime_helper_reports_over_https_with_its_token_file(
+    served: tuple[Plane, ProgressServer], tls: ServingTls, tmp_path: Path
+) -> None:
+    plane, server = served
+    token = tmp_path / "token"
+    token.write_text(plane.tokens.issue("good", "team-a", "mnist-master-0").removeprefix("Bearer "))
+    url = f"https://127.0.0.1:{server.port}{PATH}"
+    reporter = Reporter(http_sender(url, ca_cert=str(tls.ca_crt), token_path=str(token)), min_interval=0)
+    reporter.report(step=3, total=4, loss=0.25)
+    assert await asyncio.to_thread(reporter.flush, 10)
+    assert reporter.sent == 1
+    await plane.coalescer.write_due()
+    assert (await plane.stored_progress())["progressPercentage"] == 75
+
+
+async def test_an_oversized_body_is_refused_from_its_length_and_other_methods_are_not_served(
+    served: tuple[Plane, ProgressServer], tls: ServingTls
+) -> None:
+    plane, server = served
+    assert await asyncio.to_thread(_post, server.port, tls.ca_crt, b"", length=10**9) == 413
+    assert await asyncio.to_thread(_post, server.port, tls.ca_crt, b"", method="GET") == 405
+    assert await asyncio.to_thread(_post, server.port, tls.ca_crt, _body()) == 401  # no token
+    await plane.coalescer.write_due()
+    assert await plane.stored_progress() is None
+
+
+async def test_connections_past_the_cap_are_closed_unanswered(
+    served: tuple[Plane, ProgressServer], tls: ServingTls
+) -> None:
+    _, server = served
+    client = ssl.create_default_context(cafile=str(tls.ca_crt))
+    held = [await asyncio.open_connection("127.0.0.1", server.port, ssl=client) for _ in range(4)]
+    await asyncio.sleep(0.1)  # the server has taken them all
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=client)
+    writer.write(b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, nothing answered
+    for _, w in [*held, (reader, writer)]:
+        w.close()
+    assert await asyncio.to_thread(_post, server.port, tls.ca_crt, b"{}") == 401  # served again once freed

@@ -1,0 +1,68 @@
+"""The endpoint's own certificate and its CA ConfigMaps: a self-signed pair for the Service's names that a
+client verifies with the certificate alone, and a `ca.crt` bundle that keeps each replica's certificate
+(expired ones and a replica's rotated one leave it), written only when it changes."""
+
+from __future__ import annotations
+
+import datetime
+import ssl
+from typing import Any
+
+from cryptography import x509
+
+from kubetrain.common.kube.fake import InMemoryApiClient
+from kubetrain.common.kube.resources import CONFIGMAPS
+from kubetrain.common.progress.tls import MAX_BUNDLE, VALIDITY, CaPublisher, bundle, load_into, self_signed
+
+HOSTS = ("kubetrain-operator.kubetrain-system.svc", "127.0.0.1")
+
+
+def test_the_pair_names_the_hosts_and_loads_into_a_server_context() -> None:
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    pair = self_signed(HOSTS, now=now)
+    cert = x509.load_pem_x509_certificate(pair.cert_pem)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == [HOSTS[0]]
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == [HOSTS[1]]
+    assert pair.not_after == now + VALIDITY
+    assert pair.renew_in(now) == (VALIDITY * 2 / 3).total_seconds()
+    load_into(ssl.create_default_context(ssl.Purpose.CLIENT_AUTH), pair)
+
+
+def test_the_bundle_keeps_other_replicas_drops_expired_and_rotated_and_is_bounded() -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    expired = self_signed(HOSTS, now=now - VALIDITY * 2).cert_pem.decode()
+    others = [self_signed(HOSTS, now=now - datetime.timedelta(hours=i + 1)) for i in range(MAX_BUNDLE + 2)]
+    old, ours = self_signed(HOSTS), self_signed(HOSTS)
+    existing = expired + old.cert_pem.decode() + "".join(o.cert_pem.decode() for o in others)
+    got = x509.load_pem_x509_certificates(bundle(existing, ours.cert_pem, old.cert_pem).encode())
+    assert len(got) == MAX_BUNDLE
+    assert got[-1] == x509.load_pem_x509_certificate(ours.cert_pem)
+    newest = {x509.load_pem_x509_certificate(o.cert_pem) for o in others[: MAX_BUNDLE - 1]}
+    assert set(got[:-1]) == newest, "the other replicas' newest, none expired, not our previous one"
+    assert bundle("not a certificate", ours.cert_pem) == ours.cert_pem.decode()
+
+
+def _certs(*what: Any) -> set[x509.Certificate]:
+    """The certificates of a stored ConfigMap, or of pairs."""
+    if isinstance(what[0], dict):
+        return set(x509.load_pem_x509_certificates(what[0]["data"]["ca.crt"].encode()))
+    return {x509.load_pem_x509_certificate(pair.cert_pem) for pair in what}
+
+
+async def test_the_publisher_creates_adds_and_rotates_each_namespace() -> None:
+    api = InMemoryApiClient()
+    first, second = self_signed(HOSTS), self_signed(HOSTS)
+    one, two = CaPublisher(api, first.cert_pem), CaPublisher(api, second.cert_pem)
+    await one.ensure("team-a")
+    await two.ensure("team-a")  # a second replica adds its own
+    stored = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
+    assert _certs(stored) == _certs(first, second)
+    await CaPublisher(api, first.cert_pem).ensure("team-a")  # already there: nothing written
+    again = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
+    assert again["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    third = self_signed(HOSTS)
+    await one.rotate(third.cert_pem)
+    stored = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
+    assert _certs(stored) == _certs(second, third)
+    assert one.namespaces == {"team-a"}

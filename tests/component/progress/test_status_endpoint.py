@@ -1,0 +1,264 @@
+"""The operator's progress endpoint over the in-memory API server: what is accepted is written, coalesced;
+what is refused (wrong or missing token, a pod of another job or namespace, a finished job, a bad or
+oversized body, a path of no job) is counted and writes nothing. Token checks against the real API server
+(TokenRequest, TokenReview) are the integration tier's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from kubetrain.api import PYTORCHJOB, TFJOB, KindInfo
+from kubetrain.common.kube.authn import POD_NAME_EXTRA, Identity
+from kubetrain.common.kube.fake import InMemoryApiClient
+from kubetrain.common.kube.resources import Obj
+from kubetrain.common.progress import Coalescer, JobKey, StatusReports
+from kubetrain.common.testing import FakeClock
+
+JOBS = JobKey(PYTORCHJOB, "team-a", "mnist").resource
+PATH = "/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs/mnist/status"
+REPORT = {"progressPercentage": 42, "metrics": [{"name": "loss", "value": "0.5"}]}
+
+
+def _body(**change: Any) -> bytes:
+    return json.dumps({"trainerStatus": {**REPORT, **change}}).encode()
+
+
+class Tokens:
+    """TokenReview's answers, by token: a projected token names its pod in `extra`."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, Identity] = {}
+
+    def issue(self, token: str, namespace: str, pod: str | None) -> str:
+        extra = {POD_NAME_EXTRA: (pod,)} if pod else {}
+        self.known[token] = Identity(f"system:serviceaccount:{namespace}:default", extra=extra)
+        return f"Bearer {token}"
+
+    async def authenticate(self, token: str) -> Identity | None:
+        return self.known.get(token)
+
+
+class Plane:
+    def __init__(self) -> None:
+        self.clock = FakeClock()
+        self.api = InMemoryApiClient(clock=self.clock, status_subresources=[JOBS])
+        self.jobs: dict[tuple[str, str, str], Obj] = {}
+        self.pods: dict[tuple[str, str], Obj] = {}
+        self.tokens = Tokens()
+        self.registry = CollectorRegistry()
+        self.coalescer = Coalescer(self.api, interval=10.0, clock=self.clock, registry=self.registry)
+        self.endpoint = StatusReports(
+            self.tokens,
+            jobs=lambda info: lambda ns, name: self.jobs.get((info.kind, ns, name)),
+            pods=lambda ns, name: self.pods.get((ns, name)),
+            coalescer=self.coalescer,
+            registry=self.registry,
+        )
+
+    async def job(self, info: KindInfo, namespace: str, name: str) -> Obj:
+        specs = {info.replica_types[0]: {"replicas": 1, "template": {"spec": {"containers": []}}}}
+        body = {
+            "apiVersion": info.api_version,
+            "kind": info.kind,
+            "metadata": {"name": name},
+            "spec": {info.replica_specs_field: specs},
+        }
+        resource = JobKey(info, namespace, name).resource
+        created = await self.api.create(resource, namespace, body)
+        self.jobs[(info.kind, namespace, name)] = created
+        return created
+
+    def pod(self, job: Obj, name: str, *, job_name: str | None = None) -> None:
+        meta = job["metadata"]
+        owner = {"kind": job["kind"], "name": meta["name"], "uid": meta["uid"], "controller": True}
+        labels = {"training.kubeflow.org/job-name": job_name or meta["name"]}
+        pod = {"metadata": {"name": name, "namespace": meta["namespace"], "labels": labels,
+                            "ownerReferences": [owner]}}  # fmt: skip
+        self.pods[(meta["namespace"], name)] = pod
+
+    async def stored_progress(self, namespace: str = "team-a", name: str = "mnist") -> Any:
+        job = await self.api.get(JOBS, namespace, name)
+        return (job.get("status") or {}).get("trainerStatus")
+
+    def count(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+
+@pytest.fixture
+async def plane() -> Plane:
+    plane = Plane()
+    job = await plane.job(PYTORCHJOB, "team-a", "mnist")
+    plane.pod(job, "mnist-master-0")
+    return plane
+
+
+async def test_a_report_of_the_jobs_own_pod_is_written_to_its_status(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    answer = await plane.endpoint.handle(PATH, token, _body())
+    assert answer.status == HTTPStatus.ACCEPTED
+    await plane.coalescer.write_due()
+    stored = await plane.stored_progress()
+    assert stored["progressPercentage"] == 42 and stored["metrics"] == REPORT["metrics"]
+    assert stored["lastUpdatedTime"].endswith("Z")
+    assert plane.count("kubetrain_progress_requests_total", result="accepted") == 1
+
+
+async def test_reports_are_coalesced_latest_wins_one_write_per_interval(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    await plane.endpoint.handle(PATH, token, _body(progressPercentage=1))
+    await plane.coalescer.write_due()  # the first report is written at once
+    for percent in range(2, 7):
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=percent))
+    assert await plane.coalescer.write_due() == pytest.approx(10.0)  # nothing due yet
+    assert (await plane.stored_progress())["progressPercentage"] == 1
+    await plane.clock.advance(10.0)
+    await plane.coalescer.write_due()
+    assert (await plane.stored_progress())["progressPercentage"] == 6
+    assert plane.count("kubetrain_progress_status_writes_total", result="written") == 2
+    assert plane.count("kubetrain_progress_coalesced_total") == 4
+
+
+async def test_the_status_write_leaves_the_conditions_alone(plane: Plane) -> None:
+    conditions = [{"type": "Running", "status": "True", "reason": "PyTorchJobRunning"}]
+    await plane.api.patch(
+        JOBS, "team-a", "mnist", {"status": {"conditions": conditions}}, subresource="status"
+    )
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    await plane.endpoint.handle(PATH, token, _body())
+    await plane.coalescer.write_due()
+    job = await plane.api.get(JOBS, "team-a", "mnist")
+    assert job["status"]["conditions"] == conditions and job["status"]["trainerStatus"]
+
+
+async def _refused(plane: Plane, path: str, authorization: str | None, body: bytes) -> HTTPStatus:
+    answer = await plane.endpoint.handle(path, authorization, body)
+    await plane.coalescer.write_due()
+    assert await plane.stored_progress() is None, "a refused report must write nothing"
+    assert plane.count("kubetrain_progress_status_writes_total", result="written") == 0
+    return answer.status
+
+
+async def test_no_token_or_an_unknown_one_is_unauthenticated(plane: Plane) -> None:
+    assert await _refused(plane, PATH, None, _body()) == HTTPStatus.UNAUTHORIZED
+    assert await _refused(plane, PATH, "Bearer forged", _body()) == HTTPStatus.UNAUTHORIZED
+    assert plane.count("kubetrain_progress_requests_total", result="unauthenticated") == 2
+
+
+async def test_a_pod_of_another_job_or_namespace_or_no_pod_is_forbidden(plane: Plane) -> None:
+    other = await plane.job(PYTORCHJOB, "team-a", "other")
+    plane.pod(other, "other-master-0")
+    elsewhere = await plane.job(PYTORCHJOB, "team-b", "mnist")
+    plane.pod(elsewhere, "mnist-master-0")
+    impostor = await plane.job(TFJOB, "team-a", "impostor")
+    plane.pod(impostor, "fake-0", job_name="mnist")  # labelled as mnist's, owned by another job
+    cases = [
+        plane.tokens.issue("other-job", "team-a", "other-master-0"),
+        plane.tokens.issue("other-namespace", "team-b", "mnist-master-0"),
+        plane.tokens.issue("no-pod", "team-a", None),
+        plane.tokens.issue("gone-pod", "team-a", "mnist-worker-9"),
+        plane.tokens.issue("mislabelled", "team-a", "fake-0"),
+    ]
+    for token in cases:
+        assert await _refused(plane, PATH, token, _body()) == HTTPStatus.FORBIDDEN, token
+    assert plane.count("kubetrain_progress_requests_total", result="forbidden") == len(cases)
+
+
+async def test_a_finished_job_refuses_reports(plane: Plane) -> None:
+    done = [{"type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded"}]
+    plane.jobs[("PyTorchJob", "team-a", "mnist")]["status"] = {"conditions": done}
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    assert await _refused(plane, PATH, token, _body()) == HTTPStatus.CONFLICT
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (_body(progressPercentage=101), HTTPStatus.BAD_REQUEST),
+        (b'{"progress": 1}', HTTPStatus.BAD_REQUEST),
+        (b"not json", HTTPStatus.BAD_REQUEST),
+        (b"{" + b" " * 20_000 + b"}", HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    ],
+    ids=["out of bounds", "no trainerStatus", "not json", "oversized"],
+)
+async def test_bad_bodies_are_refused(plane: Plane, body: bytes, code: HTTPStatus) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    assert await _refused(plane, PATH, token, body) == code
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs/mnist",
+        "/apis/kubeflow.org/v1/namespaces/team-a/widgets/mnist/status",
+        "/apis/kubeflow.org/v2beta1/namespaces/team-a/pytorchjobs/mnist/status",
+    ],
+)
+async def test_a_path_of_no_job_is_not_found(plane: Plane, path: str) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    assert await _refused(plane, path, token, _body()) == HTTPStatus.NOT_FOUND
+
+
+async def test_the_writer_loop_writes_the_first_report_at_once_and_the_latest_after_the_interval(
+    plane: Plane,
+) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    writer = asyncio.ensure_future(plane.coalescer.run())
+    try:
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=10))
+        await plane.clock.advance(0)
+        assert (await plane.stored_progress())["progressPercentage"] == 10
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=20))
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=30))
+        await plane.clock.advance(9.9)
+        assert (await plane.stored_progress())["progressPercentage"] == 10
+        await plane.clock.advance(0.1)
+        assert (await plane.stored_progress())["progressPercentage"] == 30
+    finally:
+        writer.cancel()
+
+
+async def test_a_flush_writes_the_waiting_report_at_once_and_wakes_the_writer_loop(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    writer = asyncio.ensure_future(plane.coalescer.run())
+    key = JobKey(PYTORCHJOB, "team-a", "mnist")
+    try:
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=10))
+        await plane.clock.advance(0)
+        await plane.endpoint.handle(PATH, token, _body(progressPercentage=99))
+        await plane.clock.advance(1)
+        assert (await plane.stored_progress())["progressPercentage"] == 10, "the interval holds it"
+        plane.coalescer.flush(key)  # the job finishes
+        await plane.clock.advance(0)
+        assert (await plane.stored_progress())["progressPercentage"] == 99
+        plane.coalescer.flush(key)  # nothing waits: nothing written
+        await plane.clock.advance(0)
+        assert (
+            plane.registry.get_sample_value("kubetrain_progress_status_writes_total", {"result": "written"})
+            == 2
+        )
+    finally:
+        writer.cancel()
+
+
+async def test_each_jobs_progress_and_numeric_metrics_are_gauges_removed_with_the_job(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    metrics = [{"name": "loss", "value": "0.5"}, {"name": "note", "value": "warm-up"}]
+    await plane.endpoint.handle(PATH, token, _body(metrics=metrics))
+    await plane.coalescer.write_due()
+    job = {"job_namespace": "team-a", "job_name": "mnist", "kind": "PyTorchJob"}
+    assert plane.count("kubetrain_job_progress_percent", **job) == 42
+    assert plane.count("kubetrain_job_metric", **job, metric="loss") == 0.5
+    assert plane.registry.get_sample_value("kubetrain_job_metric", {**job, "metric": "note"}) is None
+    await plane.clock.advance(10)
+    await plane.endpoint.handle(PATH, token, _body(metrics=[{"name": "accuracy", "value": "0.9"}]))
+    await plane.coalescer.write_due()
+    assert plane.registry.get_sample_value("kubetrain_job_metric", {**job, "metric": "loss"}) is None
+    plane.coalescer.forget(JobKey(PYTORCHJOB, "team-a", "mnist"))
+    text = generate_latest(plane.registry).decode()
+    assert 'job_name="mnist"' not in text

@@ -1,0 +1,131 @@
+"""`kubetrain operator --progress-bind-address` as a process on the real control plane: it serves the
+training-progress endpoint over TLS with the certificate it made itself, publishes that certificate to the
+job's namespace as the `kubetrain-progress-ca` ConfigMap, gives the job's new pods the KEP-2779 env and the
+projected volume, and a report sent with a TokenRequest token bound to the job's pod, verified against the
+published CA, lands in the job's status at once. A report that waits out the interval is written when the
+job finishes; the job's gauges go when it is deleted. A job annotated `kubetrain.io/progress: "false"`
+gets neither env nor volume."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.testing import ControlPlane, Outcome
+from kubetrain.testing.operator_process import OperatorProcess
+from kubetrain.testing.process import free_port, wait_until
+
+pytestmark = pytest.mark.integration
+
+AUDIENCE = "kubetrain-progress"
+METRICS = [{"name": "loss", "value": "0.5"}]
+ENV = {"KUBEFLOW_TRAINER_STATUS_URL", "KUBEFLOW_TRAINER_STATUS_TOKEN", "KUBEFLOW_TRAINER_STATUS_CA_CERT"}
+
+
+def _job(name: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    spec = {"containers": [{"name": "pytorch", "image": "trainer:1"}]}
+    master = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": spec}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {"pytorchReplicaSpecs": {"Master": master}},
+    }
+
+
+def _get(plane: ControlPlane, namespace: str, *what: str) -> Any:
+    done = plane.kubectl("get", *what, "-o", "json", namespace=namespace, check=False)
+    return json.loads(done.stdout) if done.returncode == 0 else None
+
+
+def _eventually(what: str, read: Callable[[], Any], op: OperatorProcess, timeout: float = 60) -> Any:
+    """What `read()` returns once it returns something (the operator must keep running meanwhile)."""
+    got: list[Any] = []
+    wait_until(what, lambda: bool(got.append(read()) or got[-1]), timeout=timeout, processes=[op.process])
+    return got[-1]
+
+
+def _post(port: int, ca: Path, path: str, token: str, percent: int = 42) -> int:
+    context = ssl.create_default_context(cafile=str(ca))
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    body = {"trainerStatus": {"progressPercentage": percent, "metrics": METRICS}}
+    connection.request("POST", path, body=json.dumps(body).encode(), headers=headers)
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
+def test_the_operator_serves_progress_over_tls_and_injects_new_pods(
+    crds: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    plane = crds
+    port = free_port()
+    flags = [f"--namespace={namespace}", "--no-leader-elect", "--enable=pytorchjob"]
+    progress = [f"--progress-bind-address=127.0.0.1:{port}", f"--progress-url=https://127.0.0.1:{port}"]
+    op = OperatorProcess(plane.kubeconfig, [*flags, *progress, "--progress-interval=600"], workdir=tmp_path)
+    with op:
+        op.wait_ready()
+        for job in (_job("mnist"), _job("quiet", {"kubetrain.io/progress": "false"})):
+            plane.kubectl("apply", "-f", "-", namespace=namespace, input=json.dumps(job))
+        pod = _eventually("the job's pod", lambda: _get(plane, namespace, "pod", "mnist-master-0"), op)
+        (container,) = pod["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/pytorchjobs/mnist/status"
+        assert env["KUBEFLOW_TRAINER_STATUS_URL"] == f"https://127.0.0.1:{port}{path}"
+        assert env.keys() >= ENV
+        (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "kubetrain-progress"]
+        token_source = volume["projected"]["sources"][0]["serviceAccountToken"]
+        assert token_source["audience"] == AUDIENCE
+
+        quiet = _eventually("the opted-out pod", lambda: _get(plane, namespace, "pod", "quiet-master-0"), op)
+        assert not ENV & {e["name"] for c in quiet["spec"]["containers"] for e in c.get("env") or ()}
+
+        config_map = _eventually(
+            "the CA ConfigMap", lambda: _get(plane, namespace, "configmap", "kubetrain-progress-ca"), op
+        )
+        ca = tmp_path / "ca.crt"
+        ca.write_text(config_map["data"]["ca.crt"])
+        token = plane.kubectl(
+            "create", "token", "default", "--bound-object-kind=Pod", "--bound-object-name=mnist-master-0",
+            f"--audience={AUDIENCE}", "--duration=10m", namespace=namespace,
+        ).stdout.strip()  # fmt: skip
+        assert _post(port, ca, path, token) == 202
+        assert _post(port, ca, path, "forged") == 401
+        assert _progress(plane, namespace, op)["progressPercentage"] == 42, "a job's first report: at once"
+        status = _progress(plane, namespace, op)
+        assert status["metrics"] == METRICS and "lastUpdatedTime" in status
+        assert _post(port, ca, path, token, percent=90) == 202  # waits out the 600 s interval
+        metrics = op.metrics()
+        assert 'kubetrain_progress_requests_total{result="accepted"} 2.0' in metrics
+        assert _progress(plane, namespace, op)["progressPercentage"] == 42
+        plane.finish_pod(namespace, "mnist-master-0", Outcome.SUCCEEDED)
+        _eventually(
+            "the waiting report written when the job finishes",
+            lambda: _progress(plane, namespace, op)["progressPercentage"] == 90,
+            op,
+        )
+        assert _gauge(op.metrics()), "the job's gauges while it exists"
+        plane.kubectl("delete", "pytorchjob", "mnist", namespace=namespace)
+        _eventually("the deleted job's gauges gone", lambda: not _gauge(op.metrics()), op)
+        assert op.terminate() == 0, op.process.log_tail()
+
+
+def _progress(plane: ControlPlane, namespace: str, op: OperatorProcess) -> Any:
+    """The job's trainerStatus, once it has one."""
+
+    def read() -> Any:
+        job = _get(plane, namespace, "pytorchjob", "mnist") or {}
+        return (job.get("status") or {}).get("trainerStatus")
+
+    return _eventually("the report in the job's status", read, op)
+
+
+def _gauge(metrics: str) -> list[str]:
+    return [line for line in metrics.splitlines() if line.startswith("kubetrain_job_progress_percent{")]
