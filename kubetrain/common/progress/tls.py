@@ -24,15 +24,14 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from typing import TYPE_CHECKING
 
 from kubetrain.common.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS, Obj
+
+if TYPE_CHECKING:  # cryptography costs ~8 MiB once imported: loaded when a certificate is first made
+    from cryptography import x509
 
 __all__ = ["MAX_BUNDLE", "VALIDITY", "CaPublisher", "ServingPair", "bundle", "load_into", "self_signed"]
 
@@ -58,6 +57,11 @@ class ServingPair:
 
 def self_signed(hosts: Iterable[str], *, now: datetime.datetime | None = None) -> ServingPair:
     """A new key and a self-signed serving certificate (also a CA, so that it verifies itself) for `hosts`."""
+    from cryptography import x509  # noqa: PLC0415
+    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
+    from cryptography.x509.oid import NameOID  # noqa: PLC0415
+
     names = list(dict.fromkeys(hosts))
     now = now or datetime.datetime.now(datetime.UTC)
     key = ec.generate_private_key(ec.SECP256R1())
@@ -85,6 +89,8 @@ def self_signed(hosts: Iterable[str], *, now: datetime.datetime | None = None) -
 
 
 def _san(name: str) -> x509.GeneralName:
+    from cryptography import x509  # noqa: PLC0415
+
     try:
         return x509.IPAddress(ipaddress.ip_address(name))
     except ValueError:
@@ -92,6 +98,8 @@ def _san(name: str) -> x509.GeneralName:
 
 
 def _usage() -> x509.KeyUsage:
+    from cryptography import x509  # noqa: PLC0415
+
     return x509.KeyUsage(
         digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
         key_agreement=False, key_cert_sign=True, crl_sign=False, encipher_only=False, decipher_only=False,
@@ -173,6 +181,9 @@ class CaPublisher:
 def bundle(existing: str, ours: bytes, old: bytes = b"", *, now: datetime.datetime | None = None) -> str:
     """`ours` and the newest of the `existing` certificates that are still valid (not `old`), at most
     `MAX_BUNDLE` in all, oldest first (so publishing the same set again changes nothing)."""
+    from cryptography import x509  # noqa: PLC0415
+    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
+
     now = now or datetime.datetime.now(datetime.UTC)
     mine = x509.load_pem_x509_certificate(ours)
     drop = {mine.fingerprint(hashes.SHA256())}
@@ -190,4 +201,6 @@ def bundle(existing: str, ours: bytes, old: bytes = b"", *, now: datetime.dateti
 
 def _age(cert: x509.Certificate) -> tuple[datetime.datetime, bytes]:
     """Oldest first; the fingerprint breaks ties (certificates made within one second)."""
+    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415
+
     return cert.not_valid_before_utc, cert.fingerprint(hashes.SHA256())

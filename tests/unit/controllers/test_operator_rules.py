@@ -127,10 +127,10 @@ def _failing_sites() -> set[tuple[str, str, str]]:
 def test_the_operator_fails_a_job_for_its_spec_only_through_job_errors() -> None:
     """A new rule written anywhere but in `job_errors` (or the hooks it calls) adds a call site here."""
     assert _failing_sites() == {
-        ("kubetrain.common.job.controller", "reconcile", "reject"),  # the model does not parse: so does
+        ("kubetrain.common.job.controller", "_reconcile", "reject"),  # the model does not parse: so does
         ("kubetrain.common.job.controller", "_sync", "invalid"),  # ... every client (parse_job)
-        ("kubetrain.common.job.sync", "invalid", "invalid"),
-        ("kubetrain.common.job.sync", "reject", "invalid"),
+        ("kubetrain.common.job.controller", "_unexpected", "reject"),  # a hook that keeps raising: not a
+        ("kubetrain.common.job.sync", "invalid", "invalid"),  # rule of the spec (<Kind>ReconcileError)
     }
     source = (PACKAGE / "common" / "job" / "controller.py").read_text()
     sync = next(
