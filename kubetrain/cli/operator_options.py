@@ -8,7 +8,6 @@ a frozen value that `kubetrain.cli.operator_app` runs.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import re
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from kubetrain.cli.operator_kubeflow import refusals
 from kubetrain.cli.operator_progress import ProgressOptions, progress_options
+from kubetrain.common import cmdline
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
 
 if TYPE_CHECKING:  # imported where used: every `kubetrain` command builds this parser, few run it
@@ -157,22 +157,12 @@ class BoolFlag(argparse.Action):
 
 
 def parse_address(flag: str, text: str) -> Address | None:
-    """`[HOST]:PORT` (IPv6 as `[::1]:8080`) -> (host, port); `0` -> None (disabled)."""
-    text = text.strip()
-    if text == "0":
-        return None
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
-        raise OptionsError(
-            f"{flag}={text!r}: write [HOST]:PORT, e.g. :8081 or 127.0.0.1:8081, or 0 to disable"
-        )
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if host and host != "localhost":
-        try:
-            ipaddress.ip_address(host)
-        except ValueError as err:
-            raise OptionsError(f"{flag}={text!r}: the host must be an IP address or empty (all)") from err
-    return host, int(port_text)
+    """`[HOST]:PORT` (IPv6 as `[::1]:8080`) -> (host, port); `0` -> None (disabled); the library's rule
+    (`kubetrain.common.cmdline`), its error an OptionsError."""
+    try:
+        return cmdline.parse_address(flag, text)
+    except ValueError as err:
+        raise OptionsError(str(err)) from err
 
 
 def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | None = None) -> OperatorOptions:
