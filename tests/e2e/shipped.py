@@ -30,8 +30,10 @@ INSTALL = ("apply", "-k")
 """The kubectl words of the install command, before the directory: what README.md tells users to run."""
 OPERATOR = "kubetrain-operator"
 """The name of the operator's Deployment, ServiceAccount and leader-election Lease."""
-LISTENER_FLAGS = ("--health-probe-bind-address", "--metrics-bind-address")
-"""Flags the test replaces: its operator listens on free loopback ports, not on the pod's."""
+LISTENER_FLAGS = ("--health-probe-bind-address", "--metrics-bind-address", "--progress-bind-address")
+"""Flags the test replaces: its operator listens on free loopback ports, not on the pod's. The progress
+endpoint (whose URL names the in-cluster Service, which a host process cannot be) is left off here; the
+operator serves it in tests/integration/test_operator_process_progress.py and on the real node."""
 LIST_OF_KINDS = "tfjobs,pytorchjobs,mpijobs,jaxjobs,xgboostjobs,paddlejobs"
 
 Obj = dict[str, Any]

@@ -90,14 +90,14 @@ def test_the_shipped_deployments_arguments_are_accepted(control_plane: ControlPl
     are the ones the operator listens on."""
     for directory in (BASE, *sorted((MANIFESTS / "overlays").iterdir())):
         objects = render(control_plane, directory)
-        _, container = operator_container(objects)
+        namespace, container = operator_container(objects)
         try:
             args = build_operator_parser().parse_args(deployment_args(objects))
         except SystemExit:
             pytest.fail(
                 f"{directory}: `kubetrain operator` rejects the Deployment's args {container['args']}"
             )
-        options = options_from_args(args, environ={})
+        options = options_from_args(args, environ={"POD_NAMESPACE": namespace})  # as the pod has it
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         health, metrics = options.health_address, options.metrics_address
         assert health is not None and metrics is not None
@@ -107,6 +107,8 @@ def test_the_shipped_deployments_arguments_are_accepted(control_plane: ControlPl
             "the leader-election Role names the Lease it may update"
         )
         assert parse_address("--metrics-bind-address", f":{ports['metrics']}") == metrics
+        if options.progress is not None:  # the training-progress endpoint listens on its named port
+            assert options.progress.address[1] == ports["progress"], directory
 
 
 def test_every_example_runs_to_success_under_the_shipped_rbac(
