@@ -26,9 +26,11 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # The wheel without extras: no torch, tensorflow or mpi4py. Dependencies come from PyPI, as pyproject.toml
-# bounds them; compile the bytecode now, since the root filesystem is read-only at run time.
-RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    --mount=type=secret,id=ca,target=/run/secrets/ca.crt \
+# bounds them; compile the bytecode now, since the root filesystem is read-only at run time. COPY, not a bind
+# mount from the build stage: a bind mount is not part of the layer's cache key, so podman and buildah reused
+# the layer of an older wheel and the image kept running the old operator.
+COPY --from=build /wheels /wheels
+RUN --mount=type=secret,id=ca,target=/run/secrets/ca.crt \
     if test -s /run/secrets/ca.crt; then export PIP_CERT=/run/secrets/ca.crt; fi; \
     python3 -m venv /opt/venv \
     && pip install /wheels/kubetrain-*.whl \

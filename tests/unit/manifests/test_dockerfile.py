@@ -102,3 +102,12 @@ def test_the_build_copies_only_what_exists() -> None:
             *sources, _ = args.split()
             for source in sources:
                 assert (ROOT / source).exists(), f"COPY {source}: no such file in the repository"
+
+
+def test_the_wheel_enters_the_final_image_by_copy_so_a_new_wheel_rebuilds_it() -> None:
+    """podman and buildah leave a bind mount out of a layer's cache key: a wheel mounted from the build
+    stage let the image keep an older operator after the code changed (the node tier found it)."""
+    final = _final_stage()
+    assert not [args for keyword, args in final if keyword == "RUN" and "type=bind" in args]
+    copied = [args for keyword, args in final if keyword == "COPY" and "--from=build" in args]
+    assert copied and "/wheels" in copied[0]
