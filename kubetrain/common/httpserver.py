@@ -23,6 +23,7 @@ connections in a loop only ever closes its own (tests/component/test_httpserver_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import logging
 import ssl
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD = 16 * 1024  # request line and headers
 MAX_BODY = 64 * 1024  # read and dropped: none of the endpoints takes a body
+CLOSE_GRACE = 5.0  # seconds a closing connection may take to send what it still buffers
 TEXT = "text/plain; charset=utf-8"
 NOT_READY = "not ready: caches syncing or shutting down"
 
@@ -181,7 +183,12 @@ class HealthServer:
         except (OSError, h11.LocalProtocolError):  # reset, or TimeoutError: too slow to send or to read
             pass
         finally:
-            writer.close()  # the last response is drained; a stalled one goes at once:
+            # close() sends what is still buffered, then TLS's close_notify or the FIN; an abort at once would
+            # drop the buffered tail of a large answer (a slow scraper got a cut /metrics). A peer that
+            # neither reads nor closes is cut after the grace.
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), CLOSE_GRACE)
             writer.transport.abort()
             self._peers.leave(peer, writer)
             del self._connections[task]

@@ -92,3 +92,54 @@ async def test_a_probe_listener_beside_a_guarded_metrics_one_does_not_serve_metr
         with contextlib.closing(writer):
             assert (await exchange(reader, writer, get("/metrics"))).status == 404
             assert (await exchange(reader, writer, get("/healthz"))).status == 200
+
+
+class ManySeries(Collector):
+    """A registry's worth of series: an answer larger than the socket buffers between the two sides."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("kubetrain_test_series", "many series", labels=["n"])
+        for n in range(SERIES):
+            family.add_metric([f"series-{n:06d}"], float(n))
+        yield family
+
+
+SERIES = 150_000
+
+
+async def test_a_large_answer_over_tls_arrives_whole_before_the_connection_closes() -> None:
+    """A scraper that asks to close (`Connection: close`) and reads slowly gets every byte over HTTPS: the
+    server closes only once its buffers have drained (on the real node, a 96 KiB answer was cut at 64 KiB)."""
+    import socket  # noqa: PLC0415
+    import ssl  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from kubetrain.common.servingcert import serving_context  # noqa: PLC0415
+
+    async with serving(ssl_context=await serving_context(None)) as server:
+        server._registry.register(ManySeries())
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        port = server.port
+
+        def scrape() -> bytes:
+            raw = socket.socket()
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a slow, narrow reader
+            raw.connect(("127.0.0.1", port))
+            with insecure.wrap_socket(raw) as tls:
+                tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                time.sleep(1.0)  # the server has written all it can by now
+                chunks = []
+                while chunk := tls.recv(65536):
+                    chunks.append(chunk)
+                return b"".join(chunks)
+
+        reply = await asyncio.to_thread(scrape)
+        head, _, body = reply.partition(b"\r\n\r\n")
+        length = int(
+            next(h.split(b":")[1] for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
+        )
+        assert (len(body), length > 4 * 1024 * 1024) == (length, True)
+        assert body.rstrip().endswith(
+            f'kubetrain_test_series{{n="series-{SERIES - 1:06d}"}} {SERIES - 1}.0'.encode()
+        )
