@@ -1,16 +1,22 @@
 """The progress endpoint's checks with real tokens: TokenRequest issues projected tokens bound to pods, the
 real API server reviews them (TokenReview, with the operator's audience), and reports are written to the
 real job's status subresource. Refused and counted, with nothing written: a wrong audience, a token whose
-pod is gone (the API server invalidates it), a forged token, a pod of another job, a pod of another
-namespace, an oversized body and a flood (coalesced: one write per interval)."""
+pod is gone (the API server invalidates it), a forged token, an expired token, a pod of another job, a pod
+of another namespace, an oversized body and a flood (coalesced: one write per interval).
+
+TokenRequest issues tokens for at least 10 minutes, so the expired one is a TokenRequest token whose
+claims are signed again with the test plane's ServiceAccount key, its times moved into the past; the same
+claims signed the same way with times around now are accepted, so the refusal is the expiry's alone."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from http import HTTPStatus
 from typing import Any
 
+import jwt
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -85,6 +91,18 @@ class Cluster:
         )  # fmt: skip
         return f"Bearer {done.stdout.strip()}"
 
+    def resigned(self, bearer: str, *, issued: float, expires: float) -> str:
+        """`bearer`'s claims (its pod, ServiceAccount and audience) with `iat`/`nbf` at now + `issued` and
+        `exp` at now + `expires` seconds, signed with the key the API server issues its tokens with."""
+        token = bearer.removeprefix("Bearer ")
+        header = jwt.get_unverified_header(token)
+        claims = jwt.decode(token, options={"verify_signature": False})
+        now = int(time.time())
+        claims.update(iat=now + int(issued), nbf=now + int(issued), exp=now + int(expires))
+        key = (self.plane.workdir / "pki" / "sa.key").read_bytes()
+        kid = {"kid": header["kid"]} if "kid" in header else None
+        return "Bearer " + jwt.encode(claims, key, algorithm=header["alg"], headers=kid)
+
     async def progress(self, namespace: str, name: str) -> Any:
         job = await self.api.get(JOBS, namespace, name)
         return (job.get("status") or {}).get("trainerStatus")
@@ -147,6 +165,26 @@ async def test_foreign_and_forged_reports_are_refused_counted_and_write_nothing(
     assert cluster.count("kubetrain_progress_requests_total", result="forbidden") == 2
     assert cluster.count("kubetrain_progress_requests_total", result="too_large") == 1
     assert cluster.count("kubetrain_progress_status_writes_total", result="written") == 0
+
+
+async def test_an_expired_token_is_refused_counted_and_writes_nothing(
+    cluster: Cluster, namespace: str
+) -> None:
+    pod = await cluster.job_with_pod(namespace, "mnist")
+    issued = cluster.token(namespace, pod)
+    path = _path(namespace, "mnist")
+    expired = cluster.resigned(issued, issued=-1200, expires=-600)
+    answer = await cluster.endpoint.handle(path, expired, BODY.encode())
+    assert answer.status == HTTPStatus.UNAUTHORIZED, answer
+    await cluster.coalescer.write_due()
+    assert await cluster.progress(namespace, "mnist") is None
+    assert cluster.count("kubetrain_progress_requests_total", result="unauthenticated") == 1
+    assert cluster.count("kubetrain_progress_status_writes_total", result="written") == 0
+    valid = cluster.resigned(issued, issued=-60, expires=600)  # the same claims and key, not expired
+    answer = await cluster.endpoint.handle(path, valid, BODY.encode())
+    assert answer.status == HTTPStatus.ACCEPTED, answer
+    await cluster.coalescer.write_due()
+    assert (await cluster.progress(namespace, "mnist"))["progressPercentage"] == 42
 
 
 async def test_a_flood_is_coalesced_into_one_write_per_interval(cluster: Cluster, namespace: str) -> None:
