@@ -5,7 +5,10 @@ to what importing the entry point alone costs and which large packages that impo
 throw-away control plane (`kubetrain.testing`), installs the CRDs, runs `kubetrain operator` against it
 as a Deployment would (admin kubeconfig here), waits until /readyz answers, then samples VmRSS.
 
-    python bench/operator_at_rest.py [--samples 5] [--out bench/results/operator_at_rest.md]
+    python bench/operator_at_rest.py [--samples 5] [--no-progress] [--out bench/results/operator_at_rest.md]
+
+The operator runs with the shipped Deployment's endpoints: HTTPS /metrics and the training-progress
+endpoint (`--progress-bind-address`, here on loopback); `--no-progress` leaves the latter off.
 
 Prints a table and writes it to --out. Figures vary with the machine's load by a few MiB; compare runs
 made on the same machine.
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.operator_process import OperatorProcess
+from kubetrain.testing.process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = (
@@ -54,11 +58,14 @@ def import_cost() -> tuple[float, str]:
     return float(rss), heavy or "-"
 
 
-def at_rest(samples: int) -> list[float]:
+def at_rest(samples: int, *, progress: bool = True) -> list[float]:
     """VmRSS (MiB) of a running, ready, idle operator, sampled once a second."""
     with ControlPlane() as plane, tempfile.TemporaryDirectory() as tmp:
         plane.kubectl("apply", "-f", str(ROOT / "manifests" / "crds"))
         args = ["--no-leader-elect", "--metrics-secure"]  # the shipped default: HTTPS, scrapes checked
+        if progress:  # as shipped too (port 0 would turn it off); outside a cluster the URL must be given
+            port = free_port()
+            args += [f"--progress-bind-address=127.0.0.1:{port}", f"--progress-url=https://127.0.0.1:{port}"]
         with OperatorProcess(plane.kubeconfig, args, workdir=Path(tmp)) as op:
             op.wait_ready()
             time.sleep(2.0)  # informers listed and watching; nothing else to do
@@ -74,15 +81,19 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument(
+        "--no-progress", action="store_true", help="without the training-progress endpoint (on as shipped)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "operator_at_rest.md")
     args = parser.parse_args()
     imported, heavy = import_cost()
-    rss = at_rest(args.samples)
+    rss = at_rest(args.samples, progress=not args.no_progress)
+    endpoints = "HTTPS /metrics" + ("" if args.no_progress else ", progress endpoint")
     lines = [
         "| what | RSS MiB | notes |",
         "|---|---|---|",
         f"| `import kubetrain.cli.operator_app` | {imported:.1f} | heavy modules loaded: {heavy} |",
-        f"| operator ready, idle (median of {len(rss)}) | {sorted(rss)[len(rss) // 2]:.1f} | "
+        f"| operator ready, idle (median of {len(rss)}; {endpoints}) | {sorted(rss)[len(rss) // 2]:.1f} | "
         f"min {min(rss):.1f}, max {max(rss):.1f}; target <= 60 |",
     ]
     table = "\n".join(lines)

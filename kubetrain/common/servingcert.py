@@ -1,29 +1,35 @@
-"""The TLS context an HTTPS endpoint of the operator serves with (the metrics endpoint).
+"""Self-signed serving certificates for the operator's HTTPS endpoints, made without `cryptography` in the
+operator's process.
 
-As controller-runtime's metrics server: `tls.crt` and `tls.key` from a certificate directory when one is
-given (a cert-manager Certificate's Secret mounted there, say), else a self-signed certificate made at
-start and kept only in memory. Scrapers then skip verification (`insecureSkipVerify` in a
-ServiceMonitor) or are given the directory's CA.
+The metrics endpoint serves as controller-runtime's metrics server does: `tls.crt` and `tls.key` from a
+certificate directory when one is given (a cert-manager Certificate's Secret mounted there, say), else a
+self-signed certificate made at start and kept only in memory (`serving_context`). Scrapers then skip
+verification (`insecureSkipVerify` in a ServiceMonitor) or are given the directory's CA. The
+training-progress endpoint makes its own self-signed CA certificate the same way (`self_signed_pem`, used by
+`kubetrain.common.progress.tls`).
 
-The self-signed pair is made in a child Python process: `cryptography` takes about 9 MiB once imported,
-and the operator stays under 50 MiB at rest (bench/operator_at_rest.py). The pair reaches `ssl` through
-an anonymous in-memory file (`memfd_create`), so nothing is written to disk (the root filesystem is
-read-only in the shipped Deployment).
+Each pair is made in a child Python process (`python -m kubetrain.common.servingcert`): `cryptography`
+takes about 9 MiB once imported, and the operator stays under 50 MiB at rest (bench/operator_at_rest.py).
+A pair reaches `ssl` through an anonymous in-memory file (`memfd_create`, `load_pem`), so no key is ever
+written to a disk or a directory (the root filesystem is read-only in the shipped Deployment).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import socket
 import ssl
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["serving_context"]
+__all__ = ["load_pem", "self_signed_pem", "serving_context"]
 
 CERT_NAME = "tls.crt"
 KEY_NAME = "tls.key"
+METRICS_VALIDITY = datetime.timedelta(days=365)
 
 
 async def serving_context(cert_dir: str | None) -> ssl.SSLContext:
@@ -38,62 +44,109 @@ async def serving_context(cert_dir: str | None) -> ssl.SSLContext:
             raise ValueError(f"--metrics-cert-path={cert_dir}: expected {CERT_NAME} and {KEY_NAME} in it")
         ctx.load_cert_chain(cert, key)
         return ctx
-    pem = await _self_signed_pem()
-    fd = os.memfd_create("kubetrain-metrics-tls")
-    try:
-        os.write(fd, pem)
-        ctx.load_cert_chain(f"/proc/self/fd/{fd}")  # the key follows the certificate in the same file
-    finally:
-        os.close(fd)
+    hostname = socket.gethostname()
+    pem = await self_signed_pem(
+        [hostname, "localhost", "127.0.0.1"],
+        common_name=f"kubetrain-metrics@{hostname}",
+        valid=METRICS_VALIDITY,
+    )
+    load_pem(ctx, pem)
     return ctx
 
 
-async def _self_signed_pem() -> bytes:
+def load_pem(context: ssl.SSLContext, pem: bytes) -> None:
+    """Make `context` serve `pem` (a certificate followed by its key) for new connections. `ssl` loads only
+    from files: an anonymous in-memory one, closed at once."""
+    fd = os.memfd_create("kubetrain-tls")
+    try:
+        os.write(fd, pem)
+        context.load_cert_chain(f"/proc/self/fd/{fd}")  # the key follows the certificate in the same file
+    finally:
+        os.close(fd)
+
+
+async def self_signed_pem(
+    names: Sequence[str],
+    *,
+    common_name: str,
+    valid: datetime.timedelta,
+    ca: bool = False,
+    now: datetime.datetime | None = None,
+) -> bytes:
+    """A new P-256 key and a self-signed certificate for `names` (DNS names or IP addresses), valid from 5
+    minutes before `now` until `now + valid`, as PEM: the certificate, then the key. With `ca` it is also a
+    CA (basic constraints, certificate signing), so a client can verify it with the certificate alone.
+    Made in a child process (see the module docstring); RuntimeError with its stderr when that fails."""
+    argv = [sys.executable, "-m", __name__, "--common-name", common_name]
+    argv += ["--seconds", str(int(valid.total_seconds()))]
+    argv += ["--now", (now or datetime.datetime.now(datetime.UTC)).isoformat()]
+    argv += ["--ca"] if ca else []
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", __name__, socket.gethostname(),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        *argv, *names, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await child.communicate()
     if child.returncode != 0:
         raise RuntimeError(f"cannot make a self-signed certificate: {err.decode(errors='replace')[-500:]}")
     return out
 
 
-def _generate(hostname: str) -> bytes:
-    """A P-256 key and a certificate for `hostname` and localhost, valid a year, as PEM (cert, then key)."""
-    import datetime  # noqa: PLC0415  (only in the child process: see the module docstring)
-    import ipaddress  # noqa: PLC0415
+def generate(
+    names: Sequence[str], *, common_name: str, valid: datetime.timedelta, ca: bool, now: datetime.datetime
+) -> bytes:
+    """`self_signed_pem`'s work, in this process: only the child (and tests) call it."""
+    import ipaddress  # noqa: PLC0415  (only in the child process: see the module docstring)
 
     from cryptography import x509  # noqa: PLC0415
     from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
     from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
-    from cryptography.x509.oid import NameOID  # noqa: PLC0415
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: PLC0415
+
+    def general_name(name: str) -> x509.GeneralName:
+        try:
+            return x509.IPAddress(ipaddress.ip_address(name))
+        except ValueError:
+            return x509.DNSName(name)
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"kubetrain-metrics@{hostname}")])
-    now = datetime.datetime.now(datetime.UTC)
-    names = [
-        x509.DNSName(hostname),
-        x509.DNSName("localhost"),
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-    ]
-    cert = (
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+        .not_valid_before(now - datetime.timedelta(minutes=5))  # a peer's clock slightly behind still agrees
+        .not_valid_after(now + valid)
+        .add_extension(x509.SubjectAlternativeName([general_name(n) for n in dict.fromkeys(names)]), False)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
     )
+    if ca:
+        usage = x509.KeyUsage(
+            digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
+            key_agreement=False, key_cert_sign=True, crl_sign=False, encipher_only=False, decipher_only=False,
+        )  # fmt: skip
+        builder = builder.add_extension(usage, critical=True)
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
+    cert = builder.sign(key, hashes.SHA256())
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return cert.public_bytes(serialization.Encoding.PEM) + key_pem
 
 
+def _main(argv: Sequence[str]) -> bytes:
+    import argparse  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog=f"python -m {__name__}", description="a self-signed pair as PEM")
+    parser.add_argument("names", nargs="+")
+    parser.add_argument("--common-name", required=True)
+    parser.add_argument("--seconds", type=int, required=True)
+    parser.add_argument("--now", type=datetime.datetime.fromisoformat, required=True)
+    parser.add_argument("--ca", action="store_true")
+    args = parser.parse_args(argv)
+    valid = datetime.timedelta(seconds=args.seconds)
+    return generate(args.names, common_name=args.common_name, valid=valid, ca=args.ca, now=args.now)
+
+
 if __name__ == "__main__":
-    sys.stdout.buffer.write(_generate(sys.argv[1] if len(sys.argv) > 1 else "localhost"))
+    sys.stdout.buffer.write(_main(sys.argv[1:]))

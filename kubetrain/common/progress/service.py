@@ -32,7 +32,7 @@ from kubetrain.common.progress.coalesce import Coalescer, JobKey
 from kubetrain.common.progress.endpoint import Lookup, StatusReports
 from kubetrain.common.progress.inject import ProgressInjection, opted_out
 from kubetrain.common.progress.server import ProgressServer
-from kubetrain.common.progress.tls import CaPublisher, load_into, self_signed
+from kubetrain.common.progress.tls import CaPublisher, ServingPair, load_into, self_signed
 
 __all__ = ["ProgressConfig", "ProgressService"]
 
@@ -77,10 +77,8 @@ class ProgressService:
             coalescer=self.coalescer,
             registry=registry,
         )
-        self._pair = self_signed(config.hosts)
         self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        load_into(self._context, self._pair)
-        self.publisher = CaPublisher(api, self._pair.cert_pem, name=self.injection.ca_config_map)
+        self.publisher = CaPublisher(api, b"", name=self.injection.ca_config_map)
         self.server = ProgressServer(reports, ssl_context=self._context)
         self._namespaces: asyncio.Queue[str] = asyncio.Queue()
         for info, informer in jobs.items():
@@ -91,13 +89,14 @@ class ProgressService:
         return self.server.port
 
     async def run(self) -> None:
+        pair = await self._renew()  # the first certificate, before the listener opens
         await self.server.start(self._config.host, self._config.port)
         log.info("progress endpoint on port %d, reached by pods at %s", self.port, self._config.url)
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.coalescer.run())
                 group.create_task(self._publish())
-                group.create_task(self._rotate())
+                group.create_task(self._rotate(pair))
         finally:
             await self.server.stop()
 
@@ -110,13 +109,19 @@ class ProgressService:
         while True:
             await self.publisher.ensure(await self._namespaces.get())
 
-    async def _rotate(self) -> None:
+    async def _rotate(self, pair: ServingPair) -> None:
         while True:
-            await self._clock.sleep(self._pair.renew_in(datetime.datetime.now(datetime.UTC)))
-            self._pair = self_signed(self._config.hosts)
-            load_into(self._context, self._pair)
-            log.info("progress endpoint: new serving certificate, valid until %s", self._pair.not_after)
-            await self.publisher.rotate(self._pair.cert_pem)
+            await self._clock.sleep(pair.renew_in(datetime.datetime.now(datetime.UTC)))
+            pair = await self._renew()
+            log.info("progress endpoint: new serving certificate, valid until %s", pair.not_after)
+
+    async def _renew(self) -> ServingPair:
+        """A new pair (made by a child process), served to new connections and published in place of the
+        previous one."""
+        pair = await self_signed(self._config.hosts)
+        load_into(self._context, pair)
+        await self.publisher.rotate(pair.cert_pem)
+        return pair
 
 
 class _JobEvents:

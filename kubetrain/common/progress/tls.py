@@ -1,8 +1,10 @@
 """The progress endpoint's serving certificate, made by the operator itself, and its CA's ConfigMaps.
 
-At start the operator makes a self-signed ECDSA P-256 certificate in memory, for the Service's DNS names
+At start the operator makes a self-signed ECDSA P-256 certificate for the Service's DNS names
 (`<service>`, `<service>.<ns>`, `<service>.<ns>.svc`, `<service>.<ns>.svc.<cluster-domain>`) and any
-extra host of `--progress-url`. It reads no Secret and writes none: the key never leaves the process.
+extra host of `--progress-url`, in a child process (`kubetrain.common.servingcert`: the operator itself never
+loads `cryptography`, about 9 MiB), which hands the pair back through a pipe. It reads no Secret and writes
+none: the key reaches no disk, `ssl` loads it from an in-memory file.
 Rotation: a new certificate at each start, and again at 2/3 of its lifetime (`VALIDITY`, 90 days) by a
 process that runs that long; the serving context loads the new pair for new connections.
 
@@ -10,28 +12,22 @@ The certificate is its own CA: it is published, as `ca.crt`, to the ConfigMap `k
 each namespace whose pods report (`CaPublisher`), which the pods mount (`ProgressInjection`). With several
 replicas each adds its own certificate to the bundle (expired ones and a replica's previous one leave
 it). After a rotation the ConfigMaps are updated; the kubelet refreshes mounted ConfigMaps within a minute
-or so.
+or so. The bundle's certificates are read by OpenSSL through `ssl`, not `cryptography`.
 """
 
 from __future__ import annotations
 
 import datetime
-import ipaddress
+import hashlib
 import logging
-import os
 import ssl
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kubetrain.common.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS, Obj
-
-if TYPE_CHECKING:  # cryptography costs ~8 MiB once imported: loaded when a certificate is first made
-    from cryptography import x509
+from kubetrain.common.servingcert import load_pem, self_signed_pem
 
 __all__ = ["MAX_BUNDLE", "VALIDITY", "CaPublisher", "ServingPair", "bundle", "load_into", "self_signed"]
 
@@ -41,6 +37,7 @@ VALIDITY = datetime.timedelta(days=90)
 CA_KEY = "ca.crt"
 MAX_BUNDLE = 8
 """Certificates kept in a namespace's bundle: one per live operator replica, and some to spare."""
+_KEY_BEGIN = b"-----BEGIN PRIVATE KEY-----"
 
 
 @dataclass(frozen=True)
@@ -55,67 +52,21 @@ class ServingPair:
         return max(0.0, (due - now).total_seconds())
 
 
-def self_signed(hosts: Iterable[str], *, now: datetime.datetime | None = None) -> ServingPair:
-    """A new key and a self-signed serving certificate (also a CA, so that it verifies itself) for `hosts`."""
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
-    from cryptography.x509.oid import NameOID  # noqa: PLC0415
-
+async def self_signed(hosts: Iterable[str], *, now: datetime.datetime | None = None) -> ServingPair:
+    """A new key and a self-signed serving certificate (also a CA, so that it verifies itself) for `hosts`,
+    made in a child process (`kubetrain.common.servingcert`): the operator never loads `cryptography`."""
     names = list(dict.fromkeys(hosts))
     now = now or datetime.datetime.now(datetime.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name(
-        [x509.NameAttribute(NameOID.COMMON_NAME, names[0] if names else "kubetrain-progress")]
+    pem = await self_signed_pem(
+        names, common_name=names[0] if names else "kubetrain-progress", valid=VALIDITY, ca=True, now=now
     )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))  # a node clock slightly behind still agrees
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.SubjectAlternativeName([_san(name) for name in names]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_usage(), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return ServingPair(cert.public_bytes(serialization.Encoding.PEM), key_pem, now + VALIDITY)
-
-
-def _san(name: str) -> x509.GeneralName:
-    from cryptography import x509  # noqa: PLC0415
-
-    try:
-        return x509.IPAddress(ipaddress.ip_address(name))
-    except ValueError:
-        return x509.DNSName(name)
-
-
-def _usage() -> x509.KeyUsage:
-    from cryptography import x509  # noqa: PLC0415
-
-    return x509.KeyUsage(
-        digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
-        key_agreement=False, key_cert_sign=True, crl_sign=False, encipher_only=False, decipher_only=False,
-    )  # fmt: skip
+    at = pem.index(_KEY_BEGIN)
+    return ServingPair(pem[:at], pem[at:], now + VALIDITY)
 
 
 def load_into(context: ssl.SSLContext, pair: ServingPair) -> None:
-    """Make `context` serve `pair` (for new connections). `ssl` loads only from files: the pair is written
-    to a private temporary directory (0700) and removed at once."""
-    with tempfile.TemporaryDirectory(prefix="kubetrain-progress-") as directory:
-        crt, key = Path(directory, "tls.crt"), Path(directory, "tls.key")
-        crt.write_bytes(pair.cert_pem)
-        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(pair.key_pem)
-        context.load_cert_chain(crt, key)
+    """Make `context` serve `pair` (for new connections), from memory: the key touches no disk."""
+    load_pem(context, pair.cert_pem + pair.key_pem)
 
 
 class CaPublisher:
@@ -181,26 +132,47 @@ class CaPublisher:
 def bundle(existing: str, ours: bytes, old: bytes = b"", *, now: datetime.datetime | None = None) -> str:
     """`ours` and the newest of the `existing` certificates that are still valid (not `old`), at most
     `MAX_BUNDLE` in all, oldest first (so publishing the same set again changes nothing)."""
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
-
     now = now or datetime.datetime.now(datetime.UTC)
-    mine = x509.load_pem_x509_certificate(ours)
-    drop = {mine.fingerprint(hashes.SHA256())}
-    if old:
-        drop.add(x509.load_pem_x509_certificate(old).fingerprint(hashes.SHA256()))
+    (mine,) = _certificates(ours.decode())
+    drop = {mine.fingerprint, *(c.fingerprint for c in _certificates(old.decode()))}
     try:
-        others = x509.load_pem_x509_certificates(existing.encode()) if existing.strip() else []
-    except ValueError:
+        others = _certificates(existing)
+    except ssl.SSLError:
         others = []  # not ours to keep: rewritten whole
-    kept = [c for c in others if c.not_valid_after_utc > now and c.fingerprint(hashes.SHA256()) not in drop]
+    kept = [c for c in others if c.not_after > now and c.fingerprint not in drop]
     kept.sort(key=_age)
     chosen = sorted([*kept[len(kept) - MAX_BUNDLE + 1 :], mine], key=_age)
-    return "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in chosen)
+    return "".join(ssl.DER_cert_to_PEM_cert(c.der) for c in chosen)
 
 
-def _age(cert: x509.Certificate) -> tuple[datetime.datetime, bytes]:
+@dataclass(frozen=True)
+class _Certificate:
+    der: bytes
+    fingerprint: bytes
+    not_before: datetime.datetime
+    not_after: datetime.datetime
+
+
+def _certificates(pem: str) -> list[_Certificate]:
+    """The CA certificates of a PEM bundle, read by OpenSSL through `ssl` (so the operator needs no
+    `cryptography`); ssl.SSLError when the text holds none. Only CA certificates are returned: every
+    replica's certificate is one."""
+    if not pem.strip():
+        return []
+    store = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    store.load_verify_locations(cadata=pem)
+    found = []
+    for der, info in zip(store.get_ca_certs(binary_form=True), store.get_ca_certs(), strict=True):
+        found.append(
+            _Certificate(der, hashlib.sha256(der).digest(), _time(info["notBefore"]), _time(info["notAfter"]))
+        )
+    return found
+
+
+def _time(text: object) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ssl.cert_time_to_seconds(str(text)), datetime.UTC)
+
+
+def _age(cert: _Certificate) -> tuple[datetime.datetime, bytes]:
     """Oldest first; the fingerprint breaks ties (certificates made within one second)."""
-    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415
-
-    return cert.not_valid_before_utc, cert.fingerprint(hashes.SHA256())
+    return cert.not_before, cert.fingerprint

@@ -1,26 +1,48 @@
 """The endpoint's own certificate and its CA ConfigMaps: a self-signed pair for the Service's names that a
-client verifies with the certificate alone, and a `ca.crt` bundle that keeps each replica's certificate
-(expired ones and a replica's rotated one leave it), written only when it changes."""
+client verifies with the certificate alone, made in a child process so that the operator never loads
+`cryptography`, and a `ca.crt` bundle that keeps each replica's certificate (expired ones and a replica's
+rotated one leave it), written only when it changes."""
 
 from __future__ import annotations
 
 import datetime
 import ssl
+import subprocess
+import sys
 from typing import Any
 
 from cryptography import x509
 
 from kubetrain.common.kube.fake import InMemoryApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS
-from kubetrain.common.progress.tls import MAX_BUNDLE, VALIDITY, CaPublisher, bundle, load_into, self_signed
+from kubetrain.common.progress.tls import (
+    MAX_BUNDLE,
+    VALIDITY,
+    CaPublisher,
+    ServingPair,
+    bundle,
+    load_into,
+    self_signed,
+)
+from kubetrain.common.servingcert import generate
 
 HOSTS = ("kubetrain-operator.kubetrain-system.svc", "127.0.0.1")
 
 
-def test_the_pair_names_the_hosts_and_loads_into_a_server_context() -> None:
+def pair_here(now: datetime.datetime | None = None) -> ServingPair:
+    """A pair as `self_signed` makes it, but in this process (many certificates, quickly)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    pem = generate(HOSTS, common_name=HOSTS[0], valid=VALIDITY, ca=True, now=now)
+    at = pem.index(b"-----BEGIN PRIVATE KEY-----")
+    return ServingPair(pem[:at], pem[at:], now + VALIDITY)
+
+
+async def test_the_pair_names_the_hosts_and_loads_into_a_server_context() -> None:
     now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    pair = self_signed(HOSTS, now=now)
+    pair = await self_signed(HOSTS, now=now)
     cert = x509.load_pem_x509_certificate(pair.cert_pem)
+    assert cert.not_valid_after_utc == now + VALIDITY
+    assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert sans.get_values_for_type(x509.DNSName) == [HOSTS[0]]
     assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == [HOSTS[1]]
@@ -29,11 +51,23 @@ def test_the_pair_names_the_hosts_and_loads_into_a_server_context() -> None:
     load_into(ssl.create_default_context(ssl.Purpose.CLIENT_AUTH), pair)
 
 
+def test_the_operator_makes_and_bundles_certificates_without_loading_cryptography() -> None:
+    probe = (
+        "import asyncio, sys\n"
+        "from kubetrain.common.progress.tls import bundle, self_signed\n"
+        "pairs = [asyncio.run(self_signed(['kubetrain-operator.x.svc'])) for _ in range(2)]\n"
+        "text = bundle(pairs[0].cert_pem.decode(), pairs[1].cert_pem)\n"
+        "print(text.count('BEGIN CERTIFICATE'), 'cryptography' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["2", "False"], done.stdout
+
+
 def test_the_bundle_keeps_other_replicas_drops_expired_and_rotated_and_is_bounded() -> None:
     now = datetime.datetime.now(datetime.UTC)
-    expired = self_signed(HOSTS, now=now - VALIDITY * 2).cert_pem.decode()
-    others = [self_signed(HOSTS, now=now - datetime.timedelta(hours=i + 1)) for i in range(MAX_BUNDLE + 2)]
-    old, ours = self_signed(HOSTS), self_signed(HOSTS)
+    expired = pair_here(now - VALIDITY * 2).cert_pem.decode()
+    others = [pair_here(now - datetime.timedelta(hours=i + 1)) for i in range(MAX_BUNDLE + 2)]
+    old, ours = pair_here(), pair_here()
     existing = expired + old.cert_pem.decode() + "".join(o.cert_pem.decode() for o in others)
     got = x509.load_pem_x509_certificates(bundle(existing, ours.cert_pem, old.cert_pem).encode())
     assert len(got) == MAX_BUNDLE
@@ -52,7 +86,7 @@ def _certs(*what: Any) -> set[x509.Certificate]:
 
 async def test_the_publisher_creates_adds_and_rotates_each_namespace() -> None:
     api = InMemoryApiClient()
-    first, second = self_signed(HOSTS), self_signed(HOSTS)
+    first, second = pair_here(), pair_here()
     one, two = CaPublisher(api, first.cert_pem), CaPublisher(api, second.cert_pem)
     await one.ensure("team-a")
     await two.ensure("team-a")  # a second replica adds its own
@@ -61,7 +95,7 @@ async def test_the_publisher_creates_adds_and_rotates_each_namespace() -> None:
     await CaPublisher(api, first.cert_pem).ensure("team-a")  # already there: nothing written
     again = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
     assert again["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
-    third = self_signed(HOSTS)
+    third = pair_here()
     await one.rotate(third.cert_pem)
     stored = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
     assert _certs(stored) == _certs(second, third)
