@@ -7,6 +7,7 @@ driven on a fake clock.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -62,6 +63,35 @@ async def test_an_accepted_token_names_the_caller_and_its_pod() -> None:
     assert who.pod_name == "job-worker-0"
     assert who.audiences == ("kubetrain",)
     assert api.sent == [(TOKEN_REVIEWS, {"token": "tok", "audiences": ["kubetrain"]})]
+
+
+class SlowApi(ScriptedApi):
+    """A ScriptedApi whose answers wait until `answer` is set (a loaded API server)."""
+
+    def __init__(self, status: Obj | Exception) -> None:
+        super().__init__(status)
+        self.answer = asyncio.Event()
+
+    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        self.sent.append((res, body["spec"]))
+        await self.answer.wait()
+        self.sent.pop()
+        return await super().create(res, namespace, body)
+
+
+async def test_requests_with_a_token_under_review_wait_for_that_one_review() -> None:
+    api = SlowApi({"authenticated": True, "user": POD_SA})
+    auth = authenticator(api, FakeClock())
+    callers = [asyncio.ensure_future(auth.authenticate("tok")) for _ in range(10)]
+    await asyncio.sleep(0)
+    callers[0].cancel()  # a client that gave up: the review goes on for the others
+    await asyncio.sleep(0)
+    api.answer.set()
+    found = await asyncio.gather(*callers[1:])
+    assert {who.username for who in found if who} == {POD_SA["username"]} and all(found)
+    assert len(api.sent) == 1, "one TokenReview for ten requests carrying the token"
+    assert await auth.authenticate("tok") == found[0]  # and then cached
+    assert len(api.sent) == 1
 
 
 async def test_answers_are_cached_for_a_minute_refused_ones_too() -> None:

@@ -14,6 +14,8 @@ takes the `audiences` the token must be meant for (empty: the API server's own).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import logging
 from collections import OrderedDict
@@ -157,7 +159,9 @@ class TokenAuthenticator:
 
     `audiences`: what the token must be meant for (a TokenReview's `spec.audiences`); empty means the
     API server's own. Answers are cached `ttl` seconds by a hash of the token (never the token itself).
-    Errors talking to the API server (`ApiError`) are raised, not cached.
+    Errors talking to the API server (`ApiError`) are raised, not cached. Callers that ask about a token
+    whose review is under way wait for that review (one TokenReview per token, however many requests
+    carry it meanwhile), and a caller that gives up does not cancel it for the others.
     """
 
     def __init__(
@@ -173,12 +177,26 @@ class TokenAuthenticator:
         self._audiences = list(audiences)
         self._ttl = ttl
         self._cache: _TtlCache[bytes, Identity | bool] = _TtlCache(clock or SystemClock(), size)
+        self._reviewing: dict[bytes, asyncio.Task[Identity | None]] = {}
 
     async def authenticate(self, token: str) -> Identity | None:
         key = hashlib.sha256(token.encode()).digest()
         cached = self._cache.get(key)
         if cached is not None:
             return cached if isinstance(cached, Identity) else None
+        review = self._reviewing.get(key)
+        if review is None:
+            review = asyncio.ensure_future(self._review(key, token))
+            self._reviewing[key] = review
+            review.add_done_callback(functools.partial(self._reviewed, key))
+        return await asyncio.shield(review)
+
+    def _reviewed(self, key: bytes, review: asyncio.Task[Identity | None]) -> None:
+        del self._reviewing[key]
+        if not review.cancelled():
+            review.exception()  # retrieved here too: every caller may have given up waiting
+
+    async def _review(self, key: bytes, token: str) -> Identity | None:
         spec: Obj = {"token": token}
         if self._audiences:
             spec["audiences"] = self._audiences
