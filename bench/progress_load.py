@@ -1,0 +1,282 @@
+"""Training-progress load: N running jobs, each reporting every P seconds, against the same run without
+reports (issue 21's figures: the operator's CPU, status writes per job per minute, and whether the
+operator's own work - pods for new jobs - is slowed).
+
+    python bench/progress_load.py [--jobs 500] [--every 2] [--window 60] [--extra 50] [--runs 3]
+                                  [--out bench/results/progress_load.md]
+
+Each run starts a fresh control plane with kwok nodes and `kubetrain operator` with the progress endpoint
+on loopback (`--progress-bind-address`, the default `--progress-interval` of 10 s), as the shipped Deployment
+runs it. It submits N PyTorchJobs of one Master each, whose pods kwok keeps Running, and waits until all
+run. Then, in the `reports` mode only, every job's pod reports every P seconds (first reports spread over
+the first P seconds): a TokenRequest token bound to that pod with the operator's audience, a new TLS
+connection per report verified with the CA the operator published, as the pods' helper does
+(`kubetrain.runtimes.progress`). Over the next `--window` seconds it measures the operator's CPU (its
+process tree's utime+stime), the status writes (`kubetrain_progress_status_writes_total{result="written"}`)
+and the answers. Then it submits E more jobs and times until all their pods are Running: the operator's own
+work while reports flow. The `quiet` mode does the same with no reports; both modes run in each round, one
+after the other, so each ratio compares runs of the same invocation.
+
+Everything talks to loopback only. Figures depend on the machine's load: run it on a quiet machine, and
+note what else ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import resource
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from opbench.procstat import sample_tree
+
+from kubetrain.runtimes.contract.progress import report_body
+from kubetrain.testing import ControlPlane, FakeNode
+from kubetrain.testing.kwok import Outcome, outcome_annotations
+from kubetrain.testing.operator_process import OperatorProcess
+from kubetrain.testing.process import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+AUDIENCE = "kubetrain-progress"
+NAMESPACE = "load"
+JOB_LABEL = "training.kubeflow.org/job-name"
+WRITES = "kubetrain_progress_status_writes_total"
+REQUESTS = "kubetrain_progress_requests_total"
+
+
+@dataclass(frozen=True)
+class Result:
+    mode: str
+    cpu_percent: float
+    writes_per_job_minute: float
+    accepted: int
+    refused: int
+    failed: int
+    client_cpu_percent: float
+    extra_pods_seconds: float
+    p50_ms: float
+    p99_ms: float
+
+
+def job(name: str) -> dict[str, Any]:
+    """A PyTorchJob of one Master whose pod kwok keeps Running for an hour."""
+    annotations = outcome_annotations(Outcome.SUCCEEDED, run_for="1h")
+    template = {
+        "metadata": {"annotations": annotations},
+        "spec": {"containers": [{"name": "pytorch", "image": "x"}]},
+    }
+    master = {"replicas": 1, "restartPolicy": "Never", "template": template}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name},
+        "spec": {"pytorchReplicaSpecs": {"Master": master}},
+    }
+
+
+def running_pods(plane: ControlPlane) -> dict[str, dict[str, Any]]:
+    """The Running pods of the namespace, by their job's name."""
+    status, found = plane.rest.get(f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector={JOB_LABEL}")
+    assert status == 200, found
+    return {
+        p["metadata"]["labels"][JOB_LABEL]: p
+        for p in found["items"]
+        if (p.get("status") or {}).get("phase") == "Running"
+    }
+
+
+def submit(plane: ControlPlane, names: list[str]) -> None:
+    for name in names:
+        plane.rest.create(f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs", job(name))
+
+
+def wait_running(plane: ControlPlane, names: list[str], within: float) -> float:
+    """Seconds until every job of `names` has its pod Running."""
+    began = time.monotonic()
+    while not set(names) <= set(running_pods(plane)):
+        if time.monotonic() - began > within:
+            raise TimeoutError(
+                f"{len(set(names) - set(running_pods(plane)))} of {len(names)} pods not Running"
+            )
+        time.sleep(0.25)
+    return time.monotonic() - began
+
+
+def token(plane: ControlPlane, pod: dict[str, Any]) -> str:
+    """A TokenRequest token bound to `pod`, for the operator's audience (what the kubelet projects)."""
+    ref = {"kind": "Pod", "apiVersion": "v1", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+    body = {"spec": {"audiences": [AUDIENCE], "expirationSeconds": 3600, "boundObjectRef": ref}}
+    status, answer = plane.rest.request(
+        "POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default/token", body
+    )
+    assert status == 201, answer
+    return str(answer["status"]["token"])
+
+
+class Reporters:
+    """One reporting loop per job: a report every `every` seconds, each on a new TLS connection."""
+
+    def __init__(self, url: str, ca_pem: str, tokens: dict[str, str], every: float) -> None:
+        self._url, self._tokens, self._every = url, tokens, every
+        self._ssl = ssl.create_default_context(cadata=ca_pem)
+        self.answers: dict[int, int] = {}
+        self.failed = 0
+        self.latencies: list[float] = []
+
+    async def run(self, seconds: float) -> None:
+        connector = aiohttp.TCPConnector(ssl=self._ssl, force_close=True, limit=200)
+        timeout = aiohttp.ClientTimeout(total=5.0)  # as the pods' helper: a late report is dropped
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            end = time.monotonic() + seconds
+            await asyncio.gather(*(self._one(session, name, tok, end) for name, tok in self._tokens.items()))
+
+    async def _one(self, session: aiohttp.ClientSession, name: str, tok: str, end: float) -> None:
+        url = f"{self._url}/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs/{name}/status"
+        headers = {"Authorization": f"Bearer {tok}", "Content-Type": "application/json"}
+        step, due = 0, time.monotonic() + random.uniform(0, self._every)
+        while due < end:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            step += 1
+            body = report_body(percent=step % 100, remaining=600.0 - step, metrics={"loss": 1.0 / step})
+            sent = time.monotonic()
+            try:
+                async with session.post(url, data=body, headers=headers) as answer:
+                    await answer.read()
+                    self.answers[answer.status] = self.answers.get(answer.status, 0) + 1
+                    self.latencies.append(time.monotonic() - sent)
+            except (aiohttp.ClientError, TimeoutError):
+                self.failed += 1
+            due += self._every
+
+
+def one_run(args: argparse.Namespace, *, reports: bool) -> Result:
+    nodes = [FakeNode(f"load-node-{i}", pods=400) for i in range(4)]
+    with ControlPlane(nodes=nodes) as plane, tempfile.TemporaryDirectory() as tmp:
+        plane.kubectl("apply", "-f", str(ROOT / "manifests" / "crds"))
+        plane.rest.ensure_namespace(NAMESPACE)
+        port = free_port()
+        flags = [f"--progress-bind-address=127.0.0.1:{port}", f"--progress-url=https://127.0.0.1:{port}"]
+        with OperatorProcess(plane.kubeconfig, ["--no-leader-elect", *flags], workdir=Path(tmp)) as op:
+            op.wait_ready()
+            names = [f"load-{i}" for i in range(args.jobs)]
+            submit(plane, names)
+            print(
+                f"  {args.jobs} jobs Running after {wait_running(plane, names, 600):.0f} s", file=sys.stderr
+            )
+            pods = running_pods(plane)
+            status, ca = plane.rest.get(f"/api/v1/namespaces/{NAMESPACE}/configmaps/kubetrain-progress-ca")
+            assert status == 200, ca
+            tokens = {name: token(plane, pods[name]) for name in names} if reports else {}
+            reporters = Reporters(f"https://127.0.0.1:{port}", ca["data"]["ca.crt"], tokens, args.every)
+            return asyncio.run(_measure(args, plane, op, reporters, reports=reports))
+
+
+async def _measure(
+    args: argparse.Namespace, plane: ControlPlane, op: OperatorProcess, reporters: Reporters, *, reports: bool
+) -> Result:
+    load = asyncio.create_task(reporters.run(args.window + args.every + 120.0)) if reports else None
+    await asyncio.sleep(args.every)  # every job has reported once: the steady state
+    cpu0, writes0, client0 = sample_tree(op.pid).cpu_seconds, op.sample(WRITES, result="written"), _own_cpu()
+    began = time.monotonic()
+    await asyncio.sleep(args.window)
+    elapsed = time.monotonic() - began
+    cpu, writes = sample_tree(op.pid).cpu_seconds - cpu0, op.sample(WRITES, result="written") - writes0
+    client = _own_cpu() - client0
+    extra = [f"extra-{i}" for i in range(args.extra)]
+    began_extra = time.monotonic()
+    await asyncio.to_thread(submit, plane, extra)
+    await asyncio.to_thread(wait_running, plane, extra, 300.0)
+    extra_seconds = time.monotonic() - began_extra
+    if load is not None:
+        load.cancel()
+    accepted = int(op.sample(REQUESTS, result="accepted"))
+    refused = sum(n for code, n in reporters.answers.items() if code != 202)
+    return Result(
+        mode="reports" if reports else "quiet",
+        cpu_percent=100 * cpu / elapsed,
+        writes_per_job_minute=writes / args.jobs / (elapsed / 60),
+        accepted=accepted,
+        refused=refused,
+        failed=reporters.failed,
+        client_cpu_percent=100 * client / elapsed,
+        extra_pods_seconds=extra_seconds,
+        p50_ms=_quantile(reporters.latencies, 0.5) * 1000,
+        p99_ms=_quantile(reporters.latencies, 0.99) * 1000,
+    )
+
+
+def _quantile(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))] if values else 0.0
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def table(args: argparse.Namespace, results: list[tuple[Result, Result]]) -> str:
+    lines = [
+        f"{args.jobs} running PyTorchJobs, reports every {args.every:g} s by each job's pod (reports) or "
+        f"none (quiet); window {args.window:g} s; then {args.extra} new jobs' pods timed",
+        "",
+        "| round | mode | operator CPU % | status writes / job / min | answers 202 (other, failed) "
+        "| answer p50 / p99 ms | load generator CPU % | new jobs' pods Running, s | ratio to quiet |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, (quiet, loud) in enumerate(results, 1):
+        for r in (quiet, loud):
+            ratio = r.extra_pods_seconds / quiet.extra_pods_seconds
+            lines.append(
+                f"| {n} | {r.mode} | {r.cpu_percent:.1f} | {r.writes_per_job_minute:.2f} | "
+                f"{r.accepted} ({r.refused}, {r.failed}) | {r.p50_ms:.0f} / {r.p99_ms:.0f} | "
+                f"{r.client_cpu_percent:.1f} | "
+                f"{r.extra_pods_seconds:.1f} | {ratio:.2f} |"
+            )
+    ratios = [loud.extra_pods_seconds / quiet.extra_pods_seconds for quiet, loud in results]
+    cpus = [loud.cpu_percent for _, loud in results]
+    lines += [
+        "",
+        f"new jobs' pods, reports / quiet: {min(ratios):.2f}-{max(ratios):.2f} over {len(results)} rounds; "
+        f"operator CPU with reports {min(cpus):.0f}-{max(cpus):.0f} % "
+        f"(median {statistics.median(cpus):.0f} %)",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--every", type=float, default=2.0, help="seconds between a job's reports")
+    parser.add_argument("--window", type=float, default=60.0, help="seconds measured under load")
+    parser.add_argument("--extra", type=int, default=50, help="jobs submitted after the window, timed")
+    parser.add_argument("--runs", type=int, default=3, help="rounds, each a quiet and a reporting run")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "progress_load.md")
+    args = parser.parse_args()
+    results = []
+    for n in range(args.runs):
+        print(f"round {n + 1}: quiet", file=sys.stderr)
+        quiet = one_run(args, reports=False)
+        print(f"round {n + 1}: reports", file=sys.stderr)
+        loud = one_run(args, reports=True)
+        results.append((quiet, loud))
+        print(table(args, results), file=sys.stderr)
+    text = table(args, results)
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
