@@ -271,11 +271,14 @@ def main() -> int:
         loud = one_run(args, reports=True)
         results.append((quiet, loud))
         print(table(args, results), file=sys.stderr)
-    text = table(args, results)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
+    print(table(args, results))
+    save(args.out, table(args, results))
     return 0
+
+
+def save(out: Path, text: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
 
 
 if __name__ == "__main__":
