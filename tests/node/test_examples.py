@@ -7,6 +7,7 @@ See tests/node/examples.py for the two changes a 2-core node needs."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from kubetrain.testing.node_plane import NodePlane
 from .examples import (
     apply,
     fit_to_node,
+    job_state,
     kubectl_results,
     kubetrain_logs,
     load_example,
@@ -24,6 +26,7 @@ from .examples import (
     results,
     wait_finished,
 )
+from .progress import Row, assert_progress_shown, lengthen, printer_columns
 
 pytestmark = pytest.mark.node
 
@@ -56,6 +59,9 @@ EXAMPLES = {
     ),
 }
 SERVICE_MODE = "kubetrain.io/service-mode"
+SHOWS_PROGRESS = {"pytorch-ddp"}
+"""Examples whose run is also checked as `kubectl get` shows it: Progress and ETA while running, 100 % and the
+final metrics in the status at the end (tests/node/progress.py)."""
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
@@ -72,8 +78,13 @@ def test_example_trains_to_succeeded_in_real_containers(
     job, others = load_example(example.path)
     if example.service_mode:
         job["metadata"].setdefault("annotations", {})[SERVICE_MODE] = example.service_mode
-    apply(node_plane, namespace, [*others, fit_to_node(job)])
-    verdict = wait_finished(node_plane, namespace, job, example.timeout)
+    watched = name in SHOWS_PROGRESS
+    apply(node_plane, namespace, [*others, fit_to_node(lengthen(job) if watched else job)])
+    sampling: AbstractContextManager[list[Row]] = (
+        printer_columns(node_plane, namespace, job) if watched else nullcontext([])
+    )
+    with sampling as rows:
+        verdict = wait_finished(node_plane, namespace, job, example.timeout)
     pods = pod_names(node_plane, namespace, job)
     found = kubectl_results(node_plane, namespace, pods, example.container)
     assert verdict == "Succeeded", {
@@ -86,3 +97,7 @@ def test_example_trains_to_succeeded_in_real_containers(
     assert len(digests) == 1, f"replicas ended apart: {found}"
     via_cli = results(kubetrain_logs(node_plane, namespace, job))
     assert sorted(map(str, via_cli)) == sorted(map(str, found))
+    if watched:
+        rank0 = next(r for r in found if r["rank"] == 0)
+        print(f"rank 0 trained {rank0['epochs']} epochs in {rank0['seconds']} s")
+        assert_progress_shown(rows, job_state(node_plane, namespace, job)["status"], rank0)
