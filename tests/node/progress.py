@@ -20,10 +20,11 @@ from kubetrain.testing.node_plane import NodePlane
 Obj = dict[str, Any]
 
 
-EPOCHS = 60
-"""The example's epochs take about half a second on the node (20 took 31 s with the start, the 19 after the
-first report under 10 s), so the operator (one status write per job per 10 s, `--progress-interval`) wrote
-only the first report and the last: the test trains 60, so that reports with an ETA land while it runs."""
+EPOCHS = 150
+"""The example's epochs take a fraction of a second on the node (0.2-0.5 s on a loaded 2-core machine: with
+20, the 19 after the first report took under 10 s), so the operator (one status write per job per 10 s,
+`--progress-interval`) wrote only the first report and the last. The test trains 150, so that reports with
+an ETA land while it runs, with room for a faster machine (60 passed with about 13 s after the first)."""
 
 
 def lengthen(job: Obj, epochs: int = EPOCHS) -> Obj:
