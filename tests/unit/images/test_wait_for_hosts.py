@@ -57,7 +57,7 @@ def test_the_launcher_runs_mpirun_once_every_host_resolves(env: dict[str, str]) 
     assert "every host of" in done.stderr and "resolves (waited" in done.stderr
 
 
-def test_names_that_never_resolve_fail_the_launcher_within_the_bound_and_are_named(env: dict[str, str]) -> None:
+def test_names_that_never_resolve_fail_the_launcher_in_time_and_are_named(env: dict[str, str]) -> None:
     Path(env["KNOWN_HOSTS"]).write_text("w-0.job.ns.svc\n")
     began = time.monotonic()
     done = run({**env, "KUBETRAIN_HOSTS_TIMEOUT": "2"})
