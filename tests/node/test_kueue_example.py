@@ -15,16 +15,7 @@ from kubetrain.testing.ecosystem import MissingComponentError, find_component
 from kubetrain.testing.kueue import Kueue
 from kubetrain.testing.node_plane import NodePlane
 
-from .examples import (
-    apply,
-    fit_to_node,
-    kubectl_results,
-    kubetrain_logs,
-    load_example,
-    pod_names,
-    results,
-    wait_finished,
-)
+from . import examples as ex
 
 pytestmark = pytest.mark.node
 
@@ -70,16 +61,16 @@ def test_kueue_admits_the_queued_example_and_it_trains_in_a_real_container(
 ) -> None:
     trainer_images("pytorch")
     namespace = namespace_on_node
-    job, others = load_example("pytorch/pytorch-kueue.yaml")
-    apply(node_plane, namespace, queue(namespace, job["metadata"]["labels"][QUEUE_LABEL]))
+    job, others = ex.load_example("pytorch/pytorch-kueue.yaml")
+    ex.apply(node_plane, namespace, queue(namespace, job["metadata"]["labels"][QUEUE_LABEL]))
     try:
-        apply(node_plane, namespace, [*others, fit_to_node(job)])
-        verdict = wait_finished(node_plane, namespace, job, 600.0)
+        ex.apply(node_plane, namespace, [*others, ex.fit_to_node(job)])
+        verdict = ex.wait_finished(node_plane, namespace, job, 600.0)
         workloads = json.loads(
             node_plane.kubectl("get", "workloads", "-o", "json", namespace=namespace).stdout
         )
-        pods = pod_names(node_plane, namespace, job)
-        found = kubectl_results(node_plane, namespace, pods, "pytorch")
+        pods = ex.pod_names(node_plane, namespace, job)
+        found = ex.kubectl_results(node_plane, namespace, pods, "pytorch")
     finally:
         node_plane.kubectl("delete", "clusterqueue,resourceflavor", namespace, "--wait=false", check=False)
     assert verdict == "Succeeded", kueue.log_tail()
@@ -89,4 +80,4 @@ def test_kueue_admits_the_queued_example_and_it_trains_in_a_real_container(
     ]  # fmt: skip
     assert len(admitted) == 1, f"Kueue did not admit the job's Workload: {workloads['items']}"
     assert len(found) == 1 and found[0]["accuracy"] >= 0.8, found
-    assert results(kubetrain_logs(node_plane, namespace, job)) == found
+    assert ex.results(ex.kubetrain_logs(node_plane, namespace, job)) == found
