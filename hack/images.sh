@@ -15,8 +15,9 @@
 # ($KUBETRAIN_CA_BUNDLE, default /etc/ssl/certs/ca-certificates.crt) through a build secret: it is never
 # copied into an image.
 #
-# Usage: bash hack/images.sh [IMAGE...]   (names as in images/, plus `operator`; default: ALL, those the
-# images test tier runs; ON_DEMAND images, trainer-xgboost and trainer-paddle, are built only when named)
+# Usage: bash hack/images.sh [--with-on-demand | IMAGE...]   (names as in images/, plus `operator`; default:
+# ALL, those the images test tier runs; ON_DEMAND images, trainer-xgboost and trainer-paddle, are built only
+# when named, or with --with-on-demand, which builds ALL and them: the test command does, for the node tier)
 # Environment: KUBETRAIN_IMAGE_ENGINE=podman|buildah|docker picks the engine; CONTAINERS_CONF is set to
 # hack/containers.conf for podman/buildah when unset (runc, cgroupfs: crun fails on cgroup v1 hosts).
 set -euo pipefail
@@ -35,8 +36,8 @@ PYTHON_IMAGE=localhost/kubetrain/python:3.11
 TORCH_IMAGE=localhost/kubetrain/torch:$TORCH_VERSION
 CA_BUNDLE=${KUBETRAIN_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 ALL=(trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod trainer-mpich trainer-intelmpi operator)
-# Built only when named (`bash hack/images.sh trainer-xgboost`): no test runs them in containers, and
-# building them by default would slow the images tier down for nothing.
+# Built only when named (`bash hack/images.sh trainer-xgboost`) or with --with-on-demand: the images tier
+# does not run them; the node tier (tests/node) does, and hack/test.sh builds them for it.
 ON_DEMAND=(trainer-xgboost trainer-paddle)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -164,6 +165,7 @@ horovod_wheel() {  # the wheel hack/frameworks.sh built against the same torch, 
 
 wanted=("$@")
 [ ${#wanted[@]} -eq 0 ] && wanted=("${ALL[@]}")
+[ "${wanted[*]}" = --with-on-demand ] && wanted=("${ALL[@]}" "${ON_DEMAND[@]}")
 needs() { local x; for x in "${wanted[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 for w in "${wanted[@]}"; do
   case " ${ALL[*]} ${ON_DEMAND[*]} " in

@@ -17,9 +17,7 @@ iptables chains and the kubelet's cgroups.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -172,15 +170,8 @@ class RealNode:
             self.ctr("containers", "delete", container, check=False)
 
     def _kill_shims(self) -> None:
-        """The runc shims containerd started (they outlive it by design), found by our socket path."""
-        socket = str(self.layout.containerd_socket)
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            with contextlib.suppress(OSError):
-                argv = (proc / "cmdline").read_bytes().split(b"\0")
-                if argv[0].endswith(b"containerd-shim-runc-v2") and socket.encode() in argv:
-                    os.kill(int(proc.name), signal.SIGKILL)
+        """The runc shims this node's containerd started (found by its socket path)."""
+        host.kill_shims(str(self.layout.containerd_socket))
 
 
 def ensure_local_images() -> None:

@@ -8,20 +8,25 @@ exclusive lock for the node's life, so a second run waits instead of breaking th
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import ipaddress
 import os
 import random
+import signal
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 __all__ = [
+    "bridges",
     "create_bridge",
     "delete_bridge",
     "free_pod_cidr",
     "import_images",
+    "kill_cgroup_tasks",
+    "kill_shims",
     "node_lock",
     "remove_cgroups",
     "remove_kube_chains",
@@ -94,32 +99,76 @@ def unmount_under(directory: Path) -> list[str]:
     return done
 
 
-def remove_cgroups(root_name: str) -> None:
-    """Remove the kubelet's cgroup tree `/<root_name>` in every v1 hierarchy, leaves first."""
+def _cgroup_dirs(root_name: str) -> list[Path]:
+    """Every directory of the cgroup tree `/<root_name>` in every v1 hierarchy, leaves first."""
+    found: list[Path] = []
     for hierarchy in _CGROUP_ROOT.iterdir():
         top = hierarchy / root_name
-        if not top.is_dir():
+        if top.is_dir():
+            found += [Path(current) for current, _dirs, _files in os.walk(top)]
+    return sorted(found, key=lambda p: len(str(p)), reverse=True)
+
+
+def remove_cgroups(root_name: str) -> None:
+    """Remove the kubelet's cgroup tree `/<root_name>` in every v1 hierarchy, leaves first."""
+    for current in _cgroup_dirs(root_name):
+        try:
+            os.rmdir(current)
+        except OSError:
             continue
-        for current, _dirs, _files in sorted(os.walk(top), key=lambda w: len(w[0]), reverse=True):
-            try:
-                os.rmdir(current)
-            except OSError:
-                continue
 
 
-def remove_kube_chains() -> list[str]:
+def kill_cgroup_tasks(root_name: str) -> list[int]:
+    """SIGKILL every process in the cgroup tree `/<root_name>`: the containers of a node whose shims are
+    gone (they are reparented, not killed, when their shim dies). Returns the pids signalled."""
+    pids: set[int] = set()
+    for current in _cgroup_dirs(root_name):
+        with contextlib.suppress(OSError):
+            pids.update(int(p) for p in (current / "cgroup.procs").read_text().split())
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return sorted(pids)
+
+
+def kill_shims(address_prefix: str) -> list[int]:
+    """SIGKILL the containerd runc shims (they outlive containerd by design) whose arguments name a path
+    under `address_prefix` (their containerd's socket). Returns the pids signalled."""
+    killed = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if argv[0].endswith(b"containerd-shim-runc-v2") and any(
+                a.startswith(address_prefix.encode()) for a in argv[1:]
+            ):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+    return killed
+
+
+def bridges() -> list[str]:
+    """The names of the host's bridges."""
+    return [
+        line.split(":")[1].strip().split("@")[0]
+        for line in run("ip", "-o", "link", "show", "type", "bridge").splitlines()
+    ]
+
+
+def remove_kube_chains(prefix: str = "KUBE-") -> list[str]:
     """Delete every `KUBE-*` iptables chain (IPv4 and IPv6) and the rules that jump to one: what kube-proxy
     and the kubelet (its canary chains) make. Only one real node runs on a machine (node_lock), and nothing
-    else here makes such chains. Returns the chains removed."""
+    else here makes such chains. Returns the chains removed (as `tool table chain`)."""
     removed = []
     for tool in ("iptables", "ip6tables"):
         for table in ("filter", "nat", "mangle"):
             rules = run(tool, "-t", table, "-S", check=False).splitlines()
             for rule in rules:
                 fields = rule.split()
-                if fields[:1] == ["-A"] and not fields[1].startswith("KUBE-") and "KUBE-" in rule:
+                if fields[:1] == ["-A"] and not fields[1].startswith(prefix) and prefix in rule:
                     run(tool, "-t", table, "-D", *fields[1:], check=False)
-            chains = [r.split()[1] for r in rules if r.startswith("-N KUBE-")]
+            chains = [r.split()[1] for r in rules if r.startswith(f"-N {prefix}")]
             for chain in chains:
                 run(tool, "-t", table, "-F", chain, check=False)
             for chain in chains:
@@ -150,20 +199,24 @@ _ID_LABEL = "kubetrain.io/podman-id"
 
 
 def import_images(images: Iterable[str], socket: Path) -> list[str]:
-    """`podman save IMG | ctr -n k8s.io images import -` for each image whose podman build containerd
-    does not have yet (containerd's root is kept between runs); returns the names imported."""
+    """`podman save IMG... | ctr -n k8s.io images import -` for the images whose podman build containerd
+    does not have yet (containerd's root is kept between runs); returns the names imported.
+
+    One stream for all of them (`podman save -m`, a multi-image archive): a layer that several share (the
+    torch layers under trainer-pytorch and trainer-horovod, 5.6 GB) is saved and read once, not once per
+    image. containerd hashes every blob it is sent, even one it has, so bytes not sent are the saving."""
     ctr = ("ctr", "--address", str(socket), "-n", "k8s.io")
     have = _imported(ctr)
-    imported = []
-    for image in images:
-        podman_id = _podman_id(image)
-        if have.get(image) == podman_id:
-            continue
-        with subprocess.Popen(["podman", "save", image], stdout=subprocess.PIPE) as save:
-            assert save.stdout is not None
-            run(*ctr, "images", "import", "-", stdin=save.stdout.fileno(), timeout=1800)
-            if save.wait() != 0:
-                raise RuntimeError(f"`podman save {image}` failed")
-        run(*ctr, "images", "label", image, f"{_ID_LABEL}={podman_id}")
-        imported.append(image)
-    return imported
+    wanted = {image: _podman_id(image) for image in images}
+    needed = [image for image, podman_id in wanted.items() if have.get(image) != podman_id]
+    if not needed:
+        return []
+    save = ["podman", "save", *(["-m"] if len(needed) > 1 else []), *needed]
+    with subprocess.Popen(save, stdout=subprocess.PIPE) as saving:
+        assert saving.stdout is not None
+        run(*ctr, "images", "import", "-", stdin=saving.stdout.fileno(), timeout=1800)
+        if saving.wait() != 0:
+            raise RuntimeError(f"`{' '.join(save)}` failed")
+    for image in needed:
+        run(*ctr, "images", "label", image, f"{_ID_LABEL}={wanted[image]}")
+    return needed

@@ -8,7 +8,8 @@ keep ControlPlane and its kwok nodes; the `node` tier (tests/node) uses this.
 The node's bridge is made before the API server starts: the API server binds and advertises the bridge's
 gateway address (pods reach it there, and through the `kubernetes` Service, 10.0.0.1, by kube-proxy), and
 its certificate names both. Clients on the host use the same address. One real node runs on a machine at
-a time (a lock file serializes them): kube-proxy's iptables chains are global.
+a time (a lock file serializes them): kube-proxy's iptables chains are global. Holding that lock, start()
+first removes what a killed earlier run left on the host (kubetrain.testing.node_sweep).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.node import RealNode
 from kubetrain.testing.node_binaries import NodeBinaries, find_node_binaries
 from kubetrain.testing.node_config import NodeLayout
+from kubetrain.testing.node_sweep import sweep
 from kubetrain.testing.process import free_port
 
 __all__ = ["NODE_NAME", "SERVICE_CIDR", "NodePlane"]
@@ -57,6 +59,16 @@ class NodePlane(ControlPlane):
         if self._node is None:
             raise RuntimeError("the real node is not started")
         return self._node
+
+    def start(self) -> NodePlane:
+        """Take the machine's real-node lock, sweep what a killed run left (kubetrain.testing.node_sweep),
+        then start the plane and the node."""
+        self._lock = self._lock or host.node_lock("one real node per machine")
+        swept = sweep()
+        if swept:
+            print(f"removed what a killed real node left: {'; '.join(swept)}", flush=True)
+        super().start()
+        return self
 
     def _start_all(self, bins: Binaries, work: Path) -> None:
         node_bins = self._node_bins or find_node_binaries()

@@ -8,6 +8,8 @@ driven on a fake clock.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from kubetrain.common.kube.authn import (
     ResourceAccess,
     TokenAuthenticator,
     bearer_token,
+    token_expiry,
 )
 from kubetrain.common.kube.resources import Obj, Resource
 from kubetrain.common.testing import FakeClock
@@ -104,6 +107,48 @@ async def test_answers_are_cached_for_a_minute_refused_ones_too() -> None:
     await clock.advance(61)
     assert await auth.authenticate("bad") is None
     assert len(api.sent) == 2
+
+
+def jwt(claims: Obj) -> str:
+    """A token shaped as a JWT (header.claims.signature); only the API server checks its signature."""
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"eyJhbGciOiJSUzI1NiJ9.{body}.c2ln"
+
+
+async def test_an_accepted_token_is_not_cached_past_its_own_expiry() -> None:
+    clock = FakeClock()
+    api = ScriptedApi({"authenticated": True, "user": POD_SA})
+    auth = authenticator(api, clock)
+    soon = jwt({"exp": int(clock.now().timestamp()) + 20})
+    assert await auth.authenticate(soon) is not None
+    assert await auth.authenticate(soon) is not None
+    assert len(api.sent) == 1
+    await clock.advance(21)  # inside the minute the cache keeps answers, past the token's exp
+    api.status = {"authenticated": False, "error": "token has expired"}
+    assert await auth.authenticate(soon) is None
+    assert len(api.sent) == 2
+    later = jwt({"exp": int(clock.now().timestamp()) + 3600})
+    api.status = {"authenticated": True, "user": POD_SA}
+    await auth.authenticate(later)
+    await clock.advance(59)
+    await auth.authenticate(later)
+    assert len(api.sent) == 3  # a long-lived token keeps the usual minute
+
+
+@pytest.mark.parametrize(
+    ("token", "expiry"),
+    [
+        (jwt({"exp": 1700000000}), 1700000000.0),
+        (jwt({"exp": "soon"}), None),
+        (jwt({"exp": True}), None),
+        (jwt({"sub": "x"}), None),
+        ("opaque-token", None),
+        ("a.!!!.c", None),
+        ("a.bm90IGpzb24.c", None),
+    ],
+)
+def test_token_expiry_reads_only_a_numeric_exp(token: str, expiry: float | None) -> None:
+    assert token_expiry(token) == expiry
 
 
 async def test_an_api_failure_is_raised_and_not_cached() -> None:

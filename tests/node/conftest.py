@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ NODE_IMAGES = (OPERATOR_IMAGE,)
 """Imported into the node's containerd at start (once per build: its root is kept); each test module
 imports the trainer images it needs (`trainer_images`)."""
 TRAINER = "docker.io/kubetrain/trainer-{}:" + VERSION
+SHARED_LAYERS = {"pytorch": ("pytorch", "horovod"), "horovod": ("pytorch", "horovod")}
+"""Images imported together: they share the torch layers, which one `podman save` then sends once."""
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +69,11 @@ def trainer_images(node_plane: NodePlane) -> Callable[..., None]:
     """`trainer_images("pytorch", ...)` imports those trainer images into the node (once per build)."""
 
     def ensure(*frameworks: str) -> None:
-        node_plane.node.import_images([TRAINER.format(f) for f in frameworks])
+        began = time.monotonic()
+        wanted = {c for f in frameworks for c in SHARED_LAYERS.get(f, (f,))}
+        imported = node_plane.node.import_images([TRAINER.format(f) for f in sorted(wanted)])
+        if imported:
+            print(f"imported {', '.join(imported)} into the node in {time.monotonic() - began:.0f} s")
 
     return ensure
 

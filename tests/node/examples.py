@@ -103,10 +103,13 @@ def pod_names(plane: NodePlane, namespace: str, job: Obj) -> list[str]:
 
 def kubectl_results(plane: NodePlane, namespace: str, pods: list[str], container: str) -> list[Obj]:
     """The result lines in every pod's log, read with `kubectl logs` (the kubelet's log of the container):
-    one per rank, except that an MPI launcher's log carries every rank's line (mpirun gathers them)."""
+    one per rank, except that an MPI launcher's log carries every rank's line (mpirun gathers them). Pods
+    without that container are passed over (the Horovod example's workers name theirs `worker`)."""
     found = []
     for pod in pods:
-        found += results(plane.kubectl("logs", pod, "-c", container, namespace=namespace).stdout)
+        _, spec = plane.rest.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+        if container in {c["name"] for c in spec["spec"]["containers"]}:
+            found += results(plane.kubectl("logs", pod, "-c", container, namespace=namespace).stdout)
     return found
 
 
@@ -119,6 +122,37 @@ def kubetrain_logs(plane: NodePlane, namespace: str, job: Obj) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def static_volume(plane: NodePlane, namespace: str, claim: Obj, directory: Path) -> str:
+    """A hostPath PersistentVolume on `directory` (writable by the images' uid 1000), bound in advance to
+    the example's claim: what a user's cluster provisions from its default StorageClass, and this plane has
+    no provisioner. Cluster-scoped: delete it (returned name) after the test."""
+    directory.chmod(0o777)
+    name = f"{namespace}-{claim['metadata']['name']}"
+    volume = {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+        "spec": {
+            "capacity": dict(claim["spec"]["resources"]["requests"]),
+            "accessModes": list(claim["spec"]["accessModes"]),
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": str(directory), "type": "Directory"},
+            "claimRef": {"namespace": namespace, "name": claim["metadata"]["name"]},
+        },
+    }  # fmt: skip
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(volume))
+    return name
+
+
+def wait_pod_finished(plane: NodePlane, namespace: str, pod: str, timeout: float) -> None:
+    """Until the pod's phase is Succeeded or Failed (a replica that outlives the job's verdict, such as a
+    TFJob's Evaluator after the Chief succeeded)."""
+
+    def finished() -> bool:
+        status, found = plane.rest.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+        return status == 200 and found.get("status", {}).get("phase") in {"Succeeded", "Failed"}
+
+    wait_until(f"pod {pod} finished", finished, timeout=timeout, interval=1.0)
 
 
 IMAGE = "docker.io/kubetrain/trainer-pytorch:0.1.0"

@@ -6,9 +6,10 @@ See tests/node/examples.py for the two changes a 2-core node needs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,9 @@ from .examples import (
     load_example,
     pod_names,
     results,
+    static_volume,
     wait_finished,
+    wait_pod_finished,
 )
 from .progress import Row, assert_progress_shown, lengthen, printer_columns
 
@@ -41,6 +44,7 @@ class Example:
     results: int  # replicas that print a result line
     timeout: float = 900.0
     service_mode: str | None = None
+    outlives: str | None = None  # a replica (`<rtype>-<index>`) still running at the job's verdict
 
 
 EXAMPLES = {
@@ -51,6 +55,14 @@ EXAMPLES = {
     "pytorch-elastic": Example("pytorch/pytorch-elastic.yaml", "pytorch", "pytorch", 4),
     "mpi-allreduce-openmpi": Example("mpi/mpi-allreduce-openmpi.yaml", "mpi", "mpi", 3),
     "mpi-intel": Example("mpi/mpi-intel.yaml", "intelmpi", "mpi", 4),
+    "mpi-mpich": Example("mpi/mpi-mpich.yaml", "mpich", "mpi", 2),
+    "mpi-horovod-openmpi": Example("mpi/mpi-horovod-openmpi.yaml", "horovod", "launcher", 4),
+    "xgboost-digits": Example("xgboost/xgboost-digits.yaml", "xgboost", "xgboost", 3),
+    "paddle-collective": Example("paddle/paddle-collective.yaml", "paddle", "paddle", 2),
+    # The Evaluator scores the Chief's final weights from the shared volume, after the Chief's success.
+    "tf-chief-evaluator": Example(
+        "tensorflow/tf-chief-evaluator.yaml", "tensorflow", "tensorflow", 4, outlives="evaluator-0"
+    ),
     "pytorch-ddp-replica-services": Example(
         "pytorch/pytorch-ddp.yaml", "pytorch", "pytorch", 4, service_mode="replica"
     ),
@@ -64,6 +76,23 @@ SHOWS_PROGRESS = {"pytorch-ddp"}
 final metrics in the status at the end (tests/node/progress.py)."""
 
 
+@pytest.fixture
+def volumes_for_claims(node_plane: NodePlane, tmp_path: Path) -> Iterator[Callable[[str, list[Any]], None]]:
+    """`provide(namespace, objects)`: a static volume for every PersistentVolumeClaim among `objects`, each
+    on a directory of its own under tmp_path; the volumes are deleted after the test."""
+    made: list[str] = []
+
+    def provide(namespace: str, objects: list[Any]) -> None:
+        for claim in (o for o in objects if o.get("kind") == "PersistentVolumeClaim"):
+            directory = tmp_path / claim["metadata"]["name"]
+            directory.mkdir()
+            made.append(static_volume(node_plane, namespace, claim, directory))
+
+    yield provide
+    for name in made:
+        node_plane.kubectl("delete", "persistentvolume", name, "--wait=false", check=False)
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_trains_to_succeeded_in_real_containers(
     name: str,
@@ -71,6 +100,7 @@ def test_example_trains_to_succeeded_in_real_containers(
     operator_installed: dict[str, Any],
     trainer_images: Callable[..., None],
     namespace_on_node: str,
+    volumes_for_claims: Callable[[str, list[Any]], None],
 ) -> None:
     example = EXAMPLES[name]
     trainer_images(example.image)
@@ -78,6 +108,7 @@ def test_example_trains_to_succeeded_in_real_containers(
     job, others = load_example(example.path)
     if example.service_mode:
         job["metadata"].setdefault("annotations", {})[SERVICE_MODE] = example.service_mode
+    volumes_for_claims(namespace, others)
     watched = name in SHOWS_PROGRESS
     apply(node_plane, namespace, [*others, fit_to_node(lengthen(job) if watched else job)])
     sampling: AbstractContextManager[list[Row]] = (
@@ -85,6 +116,8 @@ def test_example_trains_to_succeeded_in_real_containers(
     )
     with sampling as rows:
         verdict = wait_finished(node_plane, namespace, job, example.timeout)
+    if example.outlives:
+        wait_pod_finished(node_plane, namespace, f"{job['metadata']['name']}-{example.outlives}", 300.0)
     pods = pod_names(node_plane, namespace, job)
     found = kubectl_results(node_plane, namespace, pods, example.container)
     assert verdict == "Succeeded", {

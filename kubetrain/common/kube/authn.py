@@ -15,8 +15,11 @@ takes the `audiences` the token must be meant for (empty: the API server's own).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import functools
 import hashlib
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -41,6 +44,7 @@ __all__ = [
     "ResourceAccess",
     "TokenAuthenticator",
     "bearer_token",
+    "token_expiry",
 ]
 
 TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False)
@@ -130,6 +134,22 @@ def bearer_token(authorization: str | None) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
+def token_expiry(token: str) -> float | None:
+    """The `exp` claim (seconds since the epoch) of a JWT, read without checking its signature: only ever
+    used to keep a cached answer of the API server, which did check it, no longer than the token lives.
+    None when the token is not a JWT or has no numeric `exp`."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    payload = parts[1] + "=" * (-len(parts[1]) % 4)
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload))
+    except (binascii.Error, ValueError):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
 class _TtlCache(Generic[K, V]):
     """At most `size` answers, each kept for the seconds given when stored; the oldest goes first."""
 
@@ -159,9 +179,11 @@ class TokenAuthenticator:
 
     `audiences`: what the token must be meant for (a TokenReview's `spec.audiences`); empty means the
     API server's own. Answers are cached `ttl` seconds by a hash of the token (never the token itself).
-    Errors talking to the API server (`ApiError`) are raised, not cached. Callers that ask about a token
-    whose review is under way wait for that review (one TokenReview per token, however many requests
-    carry it meanwhile), and a caller that gives up does not cancel it for the others.
+    Errors talking to the API server (`ApiError`) are raised, not cached. An accepted JWT is never kept
+    past its own `exp`: a token expiring within the ttl is reviewed again after it expires (and refused).
+    Callers that ask about a token whose review is under way wait for that review (one TokenReview per
+    token, however many requests carry it meanwhile), and a caller that gives up does not cancel it for
+    the others.
     """
 
     def __init__(
@@ -176,7 +198,8 @@ class TokenAuthenticator:
         self._api = api
         self._audiences = list(audiences)
         self._ttl = ttl
-        self._cache: _TtlCache[bytes, Identity | bool] = _TtlCache(clock or SystemClock(), size)
+        self._clock = clock or SystemClock()
+        self._cache: _TtlCache[bytes, Identity | bool] = _TtlCache(self._clock, size)
         self._reviewing: dict[bytes, asyncio.Task[Identity | None]] = {}
 
     async def authenticate(self, token: str) -> Identity | None:
@@ -203,7 +226,13 @@ class TokenAuthenticator:
         review = await self._api.create(TOKEN_REVIEWS, None, {"spec": spec})
         status = review.get("status") or {}
         identity = Identity.from_review(status) if status.get("authenticated") else None
-        self._cache.put(key, identity or False, self._ttl)
+        ttl = self._ttl
+        if identity is not None:
+            expires = token_expiry(token)
+            if expires is not None:
+                ttl = min(ttl, expires - self._clock.now().timestamp())
+        if ttl > 0:
+            self._cache.put(key, identity or False, ttl)
         return identity
 
 
