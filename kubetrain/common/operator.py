@@ -50,8 +50,11 @@ Address = tuple[str, int]
 _LEADER_QPS, _LEADER_BURST = 5.0, 10
 """The leader-election client's own limiter: a renewal every retry period needs little."""
 _PROGRESS_QPS, _PROGRESS_BURST = 20.0, 40
-"""The progress endpoint's client: TokenReviews (cached a minute per token), coalesced status writes (one
-per job per interval) and the CA ConfigMaps."""
+"""The progress endpoint's writes: coalesced status writes (one per job per interval), the CA ConfigMaps."""
+_REVIEW_QPS, _REVIEW_BURST = 20.0, 40
+"""The progress endpoint's TokenReviews (cached a minute per token), with a limit apart from the writes: a
+pod's report is answered once its token is reviewed, so reviews must never queue behind the writes of 500
+jobs (which at 20/s spread each job's writes out, and that only delays progress)."""
 
 
 class ConnectError(KubetrainError):
@@ -101,7 +104,9 @@ class Clients:
     leader: KubeApiClient | None
     events: KubeApiClient
     progress: KubeApiClient | None = None
-    """The progress endpoint's (its writes never wait behind reconciles), when it is served."""
+    """The progress endpoint's writes (never waiting behind reconciles), when it is served."""
+    reviews: KubeApiClient | None = None
+    """The progress endpoint's TokenReviews (never waiting behind its writes); None: `progress`."""
 
 
 class Operator:
@@ -143,10 +148,11 @@ class Operator:
             leader = None
             if config.leader_election:
                 leader = await self._connect(_LEADER_QPS, _LEADER_BURST, opened)
-            progress = None
+            progress = reviews = None
             if config.progress:
                 progress = await self._connect(_PROGRESS_QPS, _PROGRESS_BURST, opened)
-            clients = Clients(api, leader, events, progress)
+                reviews = await self._connect(_REVIEW_QPS, _REVIEW_BURST, opened)
+            clients = Clients(api, leader, events, progress, reviews)
             await self.prepare(clients)
             security = await metrics_security(
                 secure=config.metrics_secure and config.metrics_address is not None,
@@ -221,7 +227,12 @@ class Operator:
             return None
         kinds = [cls.kind for cls in self.controllers]
         service = ProgressService(
-            manager, clients.progress, kinds, self.config.progress, registry=manager.registry
+            manager,
+            clients.progress,
+            kinds,
+            self.config.progress,
+            registry=manager.registry,
+            reviews=clients.reviews,
         )
         manager.add_runnable(service.run)
         return service

@@ -6,6 +6,7 @@ already share (no watch of its own), reviews tokens and writes statuses and Conf
 client with a rate limit of its own (so a flood of reports never delays a reconcile), and follows the
 jobs: a new job's namespace gets the CA ConfigMap, a job that finishes has its waiting report written at
 once, a deleted job's report and gauges are dropped. `injection` is what the controllers give new pods.
+`reviews` (default: `api`) sends the TokenReviews, so that answering a report never waits behind writes.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class ProgressService:
         config: ProgressConfig,
         *,
         registry: CollectorRegistry | None = None,
+        reviews: ApiClient | None = None,
     ) -> None:
         self._config, self._clock = config, manager.clock
         self.injection = ProgressInjection(base_url=config.url, audience=config.audience)
@@ -71,7 +73,7 @@ class ProgressService:
             manager.informer(PODS, label_selector={OPERATOR_NAME_LABEL: i.operator_name}).store for i in kinds
         ]
         reports = StatusReports(
-            TokenAuthenticator(api, audiences=[config.audience], clock=manager.clock),
+            TokenAuthenticator(reviews or api, audiences=[config.audience], clock=manager.clock),
             jobs=lambda info: jobs[info].store.get if info in jobs else _nothing,
             pods=_first_of(pods),
             coalescer=self.coalescer,

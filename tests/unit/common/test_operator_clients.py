@@ -1,0 +1,69 @@
+"""The operator's API clients: each concern gets a client with a rate limit of its own, so one never
+queues behind another (reconciles, Events, leader election, progress writes, progress TokenReviews)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.common.operator import Clients, Operator, OperatorConfig
+from kubetrain.common.progress.service import ProgressConfig
+from kubetrain.controllers.pytorch import PyTorchJobController
+
+
+class _Connected:
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps, self.burst = qps, burst
+
+    async def close(self) -> None:
+        pass
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Recording(Operator):
+    clients: Clients | None = None
+
+    async def prepare(self, clients: Clients) -> None:
+        self.clients = clients
+        raise _Stop
+
+
+async def test_progress_reviews_and_writes_have_limits_apart_from_each_other_and_the_reconciles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def connect(*args: Any, qps: float, burst: int, **kw: Any) -> _Connected:
+        return _Connected(qps, burst)
+
+    monkeypatch.setattr(KubeApiClient, "connect", connect)
+    progress = ProgressConfig(
+        host="127.0.0.1", port=0, url="https://op.ns.svc:8443", audience="kubetrain", interval=10.0,
+        hosts=("op.ns.svc",),
+    )  # fmt: skip
+    operator = _Recording([PyTorchJobController], OperatorConfig(progress=progress))
+    with pytest.raises(_Stop):
+        await operator.serve()
+    clients = operator.clients
+    assert clients is not None
+    used = [clients.api, clients.events, clients.progress, clients.reviews]
+    assert all(c is not None for c in used)
+    assert len({id(c) for c in used}) == len(used), "two concerns share one client (and its rate limit)"
+    assert isinstance(clients.reviews, _Connected) and clients.reviews.qps > 0
+
+
+async def test_without_the_progress_endpoint_no_progress_clients_are_opened(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def connect(*args: Any, qps: float, burst: int, **kw: Any) -> _Connected:
+        return _Connected(qps, burst)
+
+    monkeypatch.setattr(KubeApiClient, "connect", connect)
+    operator = _Recording([PyTorchJobController], OperatorConfig(progress=None))
+    with pytest.raises(_Stop):
+        await operator.serve()
+    assert operator.clients is not None
+    assert operator.clients.progress is None and operator.clients.reviews is None
