@@ -106,13 +106,14 @@ async def test_events_and_counters_record_the_decisions(cluster: Cluster) -> Non
     await cluster.run_all()
     await cluster.set_phase("toy-leader-0", "Succeeded", exit_code=0)
     reasons = cluster.op.events.reasons()
-    # one Event for the pods a reconcile created, one for the Services, each naming them all
+    # the new job's one Event names every child its first reconcile created, kind by kind
     events = cluster.op.events.events
-    created = {e.reason: e.message for e in events if e.reason.startswith("SuccessfulCreate")}
-    assert reasons.count("SuccessfulCreatePod") == 1
-    assert reasons.count("SuccessfulCreateService") == 1
-    assert created["SuccessfulCreatePod"] == "Created 2 pods: toy-leader-0, toy-worker-0"
-    assert created["SuccessfulCreateService"] == "Created 2 services: toy-leader-0, toy-worker-0"
+    [created] = [e.message for e in events if e.reason == "ToyJobCreated"]
+    assert created == (
+        "ToyJob toy is created. Created 2 pods: toy-leader-0, toy-worker-0; "
+        "2 services: toy-leader-0, toy-worker-0; configmap: toy-hosts."
+    )
+    assert not [r for r in reasons if r.startswith("SuccessfulCreate")], "told once, in ToyJobCreated"
     for reason in ("ToyJobCreated", "ToyJobRunning", "ToyJobSucceeded"):
         assert reasons.count(reason) == 1, reason
     assert cluster.op.counter("training_operator_jobs_created") == 1
