@@ -13,7 +13,8 @@
   `announce()` as `SuccessfulCreatePod` "Created 4 pods: a, b, c, d" (the first 16 names, then how many
   more). The reconcile that creates the job's first children says so in the job's `<Kind>Created` Event
   instead (`summary()`), so a new job costs one Event for its creation where Kubeflow sends one per
-  object; a failure keeps an Event of its own.
+  object; a failure keeps an Event of its own. Deletions are told the same way, one Event per kind and
+  reconcile (a finished job's cleanup: one `SuccessfulDeletePod` naming its pods).
 - Expectations are raised before each write and lowered again when the write did not happen.
 """
 
@@ -66,6 +67,8 @@ class ChildWriter:
         self._key = objects.request_for(job)
         self.failures: list[CreateFailure] = []
         self._announce: dict[str, list[str]] = {}
+        self._gone: dict[tuple[str, str], list[str]] = {}
+        """Deleted children by kind and verb, told by `announce()` in one Event each."""
 
     @property
     def request(self) -> Request:
@@ -93,11 +96,15 @@ class ChildWriter:
 
     def announce(self) -> None:
         """One Event per kind for what was created since the last call (the pods of every replica type of
-        a reconcile in one `SuccessfulCreatePod`) and not yet told by `summary()`."""
+        a reconcile in one `SuccessfulCreatePod`) and not yet told by `summary()`, and one per kind for
+        what was deleted (`SuccessfulDeletePod` "Deleted 3 pods: a, b, c")."""
         for kind, names in self._announce.items():
             if names:
                 self._event(EventType.NORMAL, f"SuccessfulCreate{kind}", f"Created {_listed(kind, names)}")
         self._announce.clear()
+        for (kind, verb), names in self._gone.items():
+            self._event(EventType.NORMAL, f"SuccessfulDelete{kind}", f"{verb} {_listed(kind, names)}")
+        self._gone.clear()
 
     def summary(self) -> str:
         """What was created since the last call, every kind in one phrase ("4 pods: a, b, c, d; service:
@@ -155,10 +162,7 @@ class ChildWriter:
             self._observed_delete(expect)
             self._event(EventType.WARNING, f"FailedDelete{resource.kind}", f"Error deleting: {err}")
             raise
-        verb = "Force-deleted" if force else "Deleted"
-        self._event(
-            EventType.NORMAL, f"SuccessfulDelete{resource.kind}", f"{verb} {resource.kind.lower()}: {name}"
-        )
+        self._gone.setdefault((resource.kind, "Force-deleted" if force else "Deleted"), []).append(name)
 
     async def patch(self, resource: Resource, name: str, body: Obj) -> None:
         """Merge-patch one child (extra objects and PodGroups that drifted from their desired form)."""

@@ -74,7 +74,9 @@ async def test_scale_up_creates_and_scale_down_deletes_pods_and_services(cluster
     await cluster.step()
     assert sorted(await cluster.pods()) == ["toy-leader-0", "toy-worker-0"]
     assert sorted(await cluster.services()) == ["toy-leader-0", "toy-worker-0"]
-    assert "SuccessfulDeletePod" in cluster.op.events.reasons()
+    # one Event for the pods a reconcile deleted, naming them
+    deleted = [e.message for e in cluster.op.events.events if e.reason == "SuccessfulDeletePod"]
+    assert deleted == ["Deleted 4 pods: toy-worker-1, toy-worker-2, toy-worker-3, toy-worker-4"]
 
 
 async def test_a_replica_type_removed_from_the_spec_loses_its_pods(cluster: Cluster) -> None:
