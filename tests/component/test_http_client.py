@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 
+import h11
 import pytest
 from httpscript import Server, client_of, get, keep_answering, ok, serving
 
@@ -31,6 +32,37 @@ async def test_requests_reuse_one_kept_alive_connection_and_send_what_was_asked(
     assert post.startswith(b"POST /api/v1/namespaces/a%20b?labelSelector=x+in+%281%2C2%29 HTTP/1.1\r\n")
     assert b"\r\nHost: 127.0.0.1:" in post and b"\r\nAuthorization: Bearer t\r\n" in post
     assert post.endswith(b"\r\nContent-Length: 2\r\n\r\n{}")
+
+
+async def test_a_library_parser_reads_each_request_as_it_was_asked() -> None:
+    """h11's server side reads the requests: the heads written here are well-formed HTTP/1.1."""
+    async with client_of(keep_answering(ok())) as (srv, client), asyncio.timeout(5):
+        assert await get(client) == (200, b'{"ok":true}')
+        async with client.open(
+            "PATCH", "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/j/status", query={"fieldManager": "k"},
+            body=b'{"status":{}}', headers={"Content-Type": "application/merge-patch+json"},
+        ) as resp:  # fmt: skip
+            await resp.read()
+    server = h11.Connection(h11.SERVER)
+    server.receive_data(b"".join(srv.requests))
+    seen = []
+    for _ in srv.requests:
+        request, body = server.next_event(), b""
+        while not isinstance(event := server.next_event(), h11.EndOfMessage):
+            body += event.data
+        assert isinstance(request, h11.Request)
+        headers = {name.decode(): value.decode() for name, value in request.headers}
+        seen.append((request.method, request.target, headers.get("content-type"), body))
+        server.send(h11.Response(status_code=204, headers=[]))
+        server.send(h11.EndOfMessage())
+        server.start_next_cycle()
+    assert seen == [
+        (b"GET", b"/api", None, b""),
+        (
+            b"PATCH", b"/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/j/status?fieldManager=k",
+            "application/merge-patch+json", b'{"status":{}}',
+        ),
+    ]  # fmt: skip
 
 
 async def test_chunked_body_with_extensions_and_trailers_split_across_writes() -> None:
