@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -83,6 +85,25 @@ def test_service_mode_flag(capsys: pytest.CaptureFixture[str]) -> None:
         build_operator_parser().parse_args(["--service-mode=pod"])
     assert exited.value.code == 2
     assert "--service-mode: invalid choice: 'pod' (choose from 'job', 'replica')" in capsys.readouterr().err
+
+
+def test_the_operator_command_loads_no_other_commands_modules() -> None:
+    """About 1 MiB an idle operator does not pay (bench/operator_at_rest.py): the SDK client, the local
+    runner, scaffolding and the in-memory API server belong to other sub-commands."""
+    probe = (
+        "import sys\n"
+        "from kubetrain.cli import main\n"
+        "try:\n"
+        "    main(['operator', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('kubetrain.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.splitlines()[-1].split())
+    assert "kubetrain.cli.operator" in loaded
+    others = {"kubetrain.cli.submit", "kubetrain.cli.run", "kubetrain.client", "kubetrain.common.kube.fake"}
+    assert not loaded & others
 
 
 def test_help_groups_flags_shows_defaults_and_an_example(capsys: pytest.CaptureFixture[str]) -> None:
