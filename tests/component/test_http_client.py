@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from asyncio import sslproto
 
 import h11
 import pytest
 from httpscript import Server, client_of, get, keep_answering, ok, serving
 
 from kubetrain.common.errors import TransportError
-from kubetrain.common.kube.http import HttpClient
+from kubetrain.common.kube.http import TLS_READ_BUFFER, HttpClient, use_small_tls_buffers
 from kubetrain.testing.certs import make_serving_tls
 
 
@@ -310,3 +311,21 @@ async def test_close_leaves_no_socket_open_even_when_the_tls_peer_never_says_goo
         await client.close()
         assert asyncio.get_running_loop().time() - started < 0.5
         assert sock.fileno() == -1, "the socket is closed, not left waiting on the server"
+
+
+async def test_small_tls_read_buffers_still_read_a_large_answer_whole(
+    tls_pair: tuple[ssl.SSLContext, ssl.SSLContext], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's 64 KiB TLS read buffers (use_small_tls_buffers) against a 3 MiB list in one write."""
+    monkeypatch.setattr(sslproto.SSLProtocol, "max_size", sslproto.SSLProtocol.max_size)  # restored after
+    use_small_tls_buffers()
+    body = bytes(range(256)) * (3 * 4096)
+    server_tls, client_tls = tls_pair
+    async with serving(keep_answering(ok(body)), ssl_context=server_tls) as srv:
+        client = HttpClient(f"https://127.0.0.1:{srv.port}", ssl_context=client_tls)
+        try:
+            async with asyncio.timeout(10):
+                assert await get(client) == (200, body)
+        finally:
+            await client.close()
+    assert sslproto.SSLProtocol.max_size == TLS_READ_BUFFER

@@ -36,6 +36,7 @@ import contextlib
 import re
 import socket
 import ssl
+from asyncio import sslproto
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TypeVar
 from urllib.parse import quote, urlencode, urlsplit
@@ -45,7 +46,7 @@ from kubetrain.common.kube.httpmessage import BROKEN, Conn, Response, describe, 
 from kubetrain.common.kube.httppool import Pool
 from kubetrain.common.kube.proxy import Proxy
 
-__all__ = ["HttpClient", "Response"]
+__all__ = ["TLS_READ_BUFFER", "HttpClient", "Response", "use_small_tls_buffers"]
 
 T = TypeVar("T")
 
@@ -62,6 +63,19 @@ async def _timed(awaitable: Awaitable[T], seconds: float | None) -> T:
         return await awaitable
     async with asyncio.timeout(seconds):
         return await awaitable
+
+
+TLS_READ_BUFFER = 64 * 1024
+
+
+def use_small_tls_buffers(size: int = TLS_READ_BUFFER) -> None:
+    """Make every asyncio TLS connection of this process read into `size` bytes instead of 256 KiB.
+
+    asyncio gives each TLS connection a read buffer of `SSLProtocol.max_size` (256 KiB), filled with zeros,
+    so resident from the start. An idle operator holds a connection per watch (about 24): 6 MiB of
+    buffers for records of at most 16 KiB. A process-wide setting of asyncio's, so it is the process's
+    entry point that calls this (`kubetrain operator` does), never an import."""
+    sslproto.SSLProtocol.max_size = size
 
 
 def _hostport(host: str, port: int) -> str:

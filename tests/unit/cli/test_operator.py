@@ -11,12 +11,13 @@ import json
 import logging
 import subprocess
 import sys
+from asyncio import sslproto
 from collections.abc import Iterator
 
 import pytest
 
 from kubetrain.api import KINDS, TFJOB
-from kubetrain.cli import main
+from kubetrain.cli import main, operator_app
 from kubetrain.cli.operator import build_operator_parser
 from kubetrain.cli.operator_logs import configure_logging
 from kubetrain.cli.operator_options import (
@@ -30,6 +31,7 @@ from kubetrain.cli.operator_options import (
     parse_address,
 )
 from kubetrain.common.job import ServiceMode
+from kubetrain.common.kube.http import TLS_READ_BUFFER
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.controllers.registry import (
     CONTROLLERS,
@@ -307,6 +309,18 @@ def test_a_missing_controller_fails_loudly_naming_the_kind() -> None:
     wrong = ControllerEntry(TFJOB, "kubetrain.controllers.registry", "ControllerEntry")
     with pytest.raises(ControllerUnavailable, match="not a ConfiguredJobController subclass"):
         wrong.load()
+
+
+def test_the_operator_process_reads_tls_into_small_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncio's 256 KiB per TLS connection, about 24 of them at rest: 4 MiB (bench/operator_at_rest.py)."""
+    monkeypatch.setattr(sslproto.SSLProtocol, "max_size", 256 * 1024)
+
+    def unavailable(kind: str) -> None:
+        raise ControllerUnavailable(f"{kind}: stopped here by the test")
+
+    monkeypatch.setattr(operator_app, "load_controller", unavailable)
+    assert operator_app.run_operator(options("--enable", "TFJob")) != 0
+    assert sslproto.SSLProtocol.max_size == TLS_READ_BUFFER == 64 * 1024
 
 
 def test_resolve_kinds_rejects_what_it_does_not_know() -> None:
