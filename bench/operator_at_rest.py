@@ -6,6 +6,7 @@ throw-away control plane (`kubetrain.testing`), installs the CRDs, runs `kubetra
 as a Deployment would (admin kubeconfig here), waits until /readyz answers, then samples VmRSS.
 
     python bench/operator_at_rest.py [--samples 5] [--out bench/results/operator_at_rest.md]
+                                     [--operator-arg=FLAG ...]
 
 Prints a table and writes it to --out. Figures vary with the machine's load by a few MiB; compare runs
 made on the same machine.
@@ -54,11 +55,15 @@ def import_cost() -> tuple[float, str]:
     return float(rss), heavy or "-"
 
 
-def at_rest(samples: int) -> list[float]:
-    """VmRSS (MiB) of a running, ready, idle operator, sampled once a second."""
+def at_rest(samples: int, extra: list[str]) -> list[float]:
+    """VmRSS (MiB) of a running, ready, idle operator (`extra`: more of its flags), sampled once a second."""
     with ControlPlane() as plane, tempfile.TemporaryDirectory() as tmp:
         plane.kubectl("apply", "-f", str(ROOT / "manifests" / "crds"))
-        args = ["--no-leader-elect", "--metrics-secure"]  # the shipped default: HTTPS, scrapes checked
+        args = [
+            "--no-leader-elect",
+            "--metrics-secure",
+            *extra,
+        ]  # the shipped default: HTTPS, scrapes checked
         with OperatorProcess(plane.kubeconfig, args, workdir=Path(tmp)) as op:
             op.wait_ready()
             time.sleep(2.0)  # informers listed and watching; nothing else to do
@@ -75,9 +80,18 @@ def main() -> int:
     )
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "operator_at_rest.md")
+    parser.add_argument(
+        "--operator-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="a further flag of kubetrain operator (repeatable), e.g. "
+        "--operator-arg=--progress-bind-address=127.0.0.1:18443 "
+        "--operator-arg=--progress-url=https://127.0.0.1:18443",
+    )
     args = parser.parse_args()
     imported, heavy = import_cost()
-    rss = at_rest(args.samples)
+    rss = at_rest(args.samples, args.operator_arg)
     lines = [
         "| what | RSS MiB | notes |",
         "|---|---|---|",
