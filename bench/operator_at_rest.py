@@ -6,9 +6,11 @@ throw-away control plane (`kubetrain.testing`), installs the CRDs, runs `kubetra
 as a Deployment would (admin kubeconfig here), waits until /readyz answers, then samples VmRSS.
 
     python bench/operator_at_rest.py [--samples 5] [--no-progress] [--out bench/results/operator_at_rest.md]
+                                     [--operator-arg=FLAG ...]
 
 The operator runs with the shipped Deployment's endpoints: HTTPS /metrics and the training-progress
-endpoint (`--progress-bind-address`, here on loopback); `--no-progress` leaves the latter off.
+endpoint (`--progress-bind-address`, here on loopback); `--no-progress` leaves the latter off, and
+`--operator-arg` adds any other flag.
 
 Prints a table and writes it to --out. Figures vary with the machine's load by a few MiB; compare runs
 made on the same machine.
@@ -58,11 +60,12 @@ def import_cost() -> tuple[float, str]:
     return float(rss), heavy or "-"
 
 
-def at_rest(samples: int, *, progress: bool = True) -> list[float]:
-    """VmRSS (MiB) of a running, ready, idle operator, sampled once a second."""
+def at_rest(samples: int, *, progress: bool = True, extra: tuple[str, ...] = ()) -> list[float]:
+    """VmRSS (MiB) of a running, ready, idle operator (`extra`: more of its flags), sampled once a second."""
     with ControlPlane() as plane, tempfile.TemporaryDirectory() as tmp:
         plane.kubectl("apply", "-f", str(ROOT / "manifests" / "crds"))
-        args = ["--no-leader-elect", "--metrics-secure"]  # the shipped default: HTTPS, scrapes checked
+        # the shipped default: HTTPS /metrics, scrapes checked
+        args = ["--no-leader-elect", "--metrics-secure", *extra]
         if progress:  # as shipped too (port 0 would turn it off); outside a cluster the URL must be given
             port = free_port()
             args += [f"--progress-bind-address=127.0.0.1:{port}", f"--progress-url=https://127.0.0.1:{port}"]
@@ -85,9 +88,16 @@ def main() -> int:
         "--no-progress", action="store_true", help="without the training-progress endpoint (on as shipped)"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "operator_at_rest.md")
+    parser.add_argument(
+        "--operator-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="a further flag of kubetrain operator (repeatable), e.g. --operator-arg=--workers=10",
+    )
     args = parser.parse_args()
     imported, heavy = import_cost()
-    rss = at_rest(args.samples, progress=not args.no_progress)
+    rss = at_rest(args.samples, progress=not args.no_progress, extra=tuple(args.operator_arg))
     endpoints = "HTTPS /metrics" + ("" if args.no_progress else ", progress endpoint")
     lines = [
         "| what | RSS MiB | notes |",

@@ -22,7 +22,6 @@ from pydantic import ValidationError
 from kubetrain.api.common import TrainingJob
 from kubetrain.api.errors import FieldError, InvalidJobError
 from kubetrain.api.kinds import KINDS, AnyJob, lookup_kind
-from kubetrain.api.servercheck import server_errors
 from kubetrain.api.validation import check_job
 from kubetrain.api.wire_errors import format_path, from_validation_error
 
@@ -138,6 +137,10 @@ def parse_valid_job(data: Any) -> AnyJob:
     kubetrain's own validation speaks first (its messages carry the fix); a job it accepts must then pass
     the API server's checks (`server_errors`), so nothing the server would refuse is accepted here.
     """
+    # The API server's checks need the CRD schemas and CEL rules: loaded by the commands that check
+    # files (submit, run), not by the operator, which is handed what the API server already admitted.
+    from kubetrain.api.servercheck import server_errors  # noqa: PLC0415
+
     job = check_job(parse_job(data))
     errors = server_errors(data) if isinstance(data, Mapping) else []
     if errors:

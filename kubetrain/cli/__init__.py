@@ -34,7 +34,9 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only` (a command module's name), that sub-command alone, so that a
+    process runs without the modules of commands it does not run (the operator at rest: about 1 MiB)."""
     parser = argparse.ArgumentParser(
         prog="kubetrain",
         description="Training jobs (TFJob, PyTorchJob, MPIJob, JAXJob, XGBoostJob, PaddleJob) on Kubernetes "
@@ -44,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kubetrain {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if only is None else (only,):
         module = importlib.import_module(f"kubetrain.cli.{name}")
         module.register(subparsers)
     return parser
@@ -67,9 +69,15 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> st
     return f"kubetrain: unknown command {argv[0]!r}{hint} (commands: {', '.join(commands)})"
 
 
+def _command_module(words: Sequence[str]) -> str | None:
+    """The module of the sub-command `words` name first, if they name one."""
+    module = words[0].replace("-", "_") if words else ""
+    return module if module in COMMAND_MODULES else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_module(words))
     unknown = _unknown_command(parser, words)
     if unknown:
         print(unknown, file=sys.stderr)

@@ -42,6 +42,7 @@ from kubetrain.common.errors import (
 )
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.job import JobController
+from kubetrain.common.kube.http import use_small_tls_buffers
 from kubetrain.common.kube.resources import LEASES, Resource
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.manager import Manager
@@ -74,6 +75,7 @@ class OperatorFailure(Exception):
 def run_operator(options: OperatorOptions) -> int:
     """Run the operator in this process until it is stopped; returns the exit code."""
     configure_logging(options.log_format, options.log_level)
+    use_small_tls_buffers()  # at rest about 4 MiB less (bench/operator_at_rest.py)
     try:
         controllers = {kind: load_controller(kind) for kind in options.kinds}
         return asyncio.run(_serve(options, controllers))

@@ -8,7 +8,8 @@ logged and dropped: an Event is a courtesy, not state. What the recorder remembe
 aggregation records and the token buckets) is kept in order of last use and forgotten from the oldest end
 once it can no longer matter (a record after the window; a bucket once it would have refilled), so memory
 stays bounded by the recent objects and each event costs O(1), however many jobs the operator has seen.
-Nothing is dropped silently: `dropped` counts by reason (`spam`, `backlog`, `error`), and so does the
+Nothing is dropped silently: `dropped` counts by reason (`spam`, `backlog`, `error`, and `shutdown` for
+those still waiting when the operator stops), and so does the
 optional `on_drop(reason)` callback (the operator feeds its `kubetrain_events_dropped_total` metric with
 it). The operator gives the recorder an API client
 of its own, with its own rate limit, as client-go's event broadcaster has: Events never wait behind, nor
@@ -148,7 +149,17 @@ class KubeEventRecorder:
             self._on_drop(why)
 
     async def run(self) -> None:
-        """Write queued events until cancelled."""
+        """Write queued events until cancelled; those still waiting then are counted as `shutdown` drops."""
+        try:
+            await self._write_queued()
+        except asyncio.CancelledError:
+            for _ in range(self._pending.qsize()):
+                self._pending.get_nowait()
+                self._pending.task_done()
+                self._drop("shutdown")
+            raise
+
+    async def _write_queued(self) -> None:
         while True:
             key, when = await self._pending.get()
             try:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from asyncio import sslproto
 
+import h11
 import pytest
 from httpscript import Server, client_of, get, keep_answering, ok, serving
 
 from kubetrain.common.errors import TransportError
-from kubetrain.common.kube.http import HttpClient
+from kubetrain.common.kube.http import TLS_READ_BUFFER, HttpClient, use_small_tls_buffers
 from kubetrain.testing.certs import make_serving_tls
 
 
@@ -31,6 +33,37 @@ async def test_requests_reuse_one_kept_alive_connection_and_send_what_was_asked(
     assert post.startswith(b"POST /api/v1/namespaces/a%20b?labelSelector=x+in+%281%2C2%29 HTTP/1.1\r\n")
     assert b"\r\nHost: 127.0.0.1:" in post and b"\r\nAuthorization: Bearer t\r\n" in post
     assert post.endswith(b"\r\nContent-Length: 2\r\n\r\n{}")
+
+
+async def test_a_library_parser_reads_each_request_as_it_was_asked() -> None:
+    """h11's server side reads the requests: the heads written here are well-formed HTTP/1.1."""
+    async with client_of(keep_answering(ok())) as (srv, client), asyncio.timeout(5):
+        assert await get(client) == (200, b'{"ok":true}')
+        async with client.open(
+            "PATCH", "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/j/status", query={"fieldManager": "k"},
+            body=b'{"status":{}}', headers={"Content-Type": "application/merge-patch+json"},
+        ) as resp:  # fmt: skip
+            await resp.read()
+    server = h11.Connection(h11.SERVER)
+    server.receive_data(b"".join(srv.requests))
+    seen = []
+    for _ in srv.requests:
+        request, body = server.next_event(), b""
+        while not isinstance(event := server.next_event(), h11.EndOfMessage):
+            body += event.data
+        assert isinstance(request, h11.Request)
+        headers = {name.decode(): value.decode() for name, value in request.headers}
+        seen.append((request.method, request.target, headers.get("content-type"), body))
+        server.send(h11.Response(status_code=204, headers=[]))
+        server.send(h11.EndOfMessage())
+        server.start_next_cycle()
+    assert seen == [
+        (b"GET", b"/api", None, b""),
+        (
+            b"PATCH", b"/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/j/status?fieldManager=k",
+            "application/merge-patch+json", b'{"status":{}}',
+        ),
+    ]  # fmt: skip
 
 
 async def test_chunked_body_with_extensions_and_trailers_split_across_writes() -> None:
@@ -278,3 +311,21 @@ async def test_close_leaves_no_socket_open_even_when_the_tls_peer_never_says_goo
         await client.close()
         assert asyncio.get_running_loop().time() - started < 0.5
         assert sock.fileno() == -1, "the socket is closed, not left waiting on the server"
+
+
+async def test_small_tls_read_buffers_still_read_a_large_answer_whole(
+    tls_pair: tuple[ssl.SSLContext, ssl.SSLContext], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's 64 KiB TLS read buffers (use_small_tls_buffers) against a 3 MiB list in one write."""
+    monkeypatch.setattr(sslproto.SSLProtocol, "max_size", sslproto.SSLProtocol.max_size)  # restored after
+    use_small_tls_buffers()
+    body = bytes(range(256)) * (3 * 4096)
+    server_tls, client_tls = tls_pair
+    async with serving(keep_answering(ok(body)), ssl_context=server_tls) as srv:
+        client = HttpClient(f"https://127.0.0.1:{srv.port}", ssl_context=client_tls)
+        try:
+            async with asyncio.timeout(10):
+                assert await get(client) == (200, body)
+        finally:
+            await client.close()
+    assert sslproto.SSLProtocol.max_size == TLS_READ_BUFFER

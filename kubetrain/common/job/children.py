@@ -9,10 +9,12 @@
   Other failures raise (the reconcile is retried with backoff).
 - Creates go out in batches that double in size (1, 2, 4, ...), stopping at the first failing batch,
   so that a job of 500 pods whose pods are all rejected costs one rejected call, not 500.
-- One Event per kind and reconcile, not one per object: what `create_all` created is announced by
+- One Event per kind and reconcile, not one per object: what a reconcile created is announced by
   `announce()` as `SuccessfulCreatePod` "Created 4 pods: a, b, c, d" (the first 16 names, then how many
-  more). A 4-replica job costs two such Events (pods, Services) where Kubeflow sends eight; a failure
-  keeps an Event of its own.
+  more). The reconcile that creates the job's first children says so in the job's `<Kind>Created` Event
+  instead (`summary()`), so a new job costs one Event for its creation where Kubeflow sends one per
+  object; a failure keeps an Event of its own. Deletions are told the same way, one Event per kind and
+  reconcile (a finished job's cleanup: one `SuccessfulDeletePod` naming its pods).
 - Expectations are raised before each write and lowered again when the write did not happen.
 """
 
@@ -65,6 +67,8 @@ class ChildWriter:
         self._key = objects.request_for(job)
         self.failures: list[CreateFailure] = []
         self._announce: dict[str, list[str]] = {}
+        self._gone: dict[tuple[str, str], list[str]] = {}
+        """Deleted children by kind and verb, told by `announce()` in one Event each."""
 
     @property
     def request(self) -> Request:
@@ -91,12 +95,23 @@ class ChildWriter:
         return done
 
     def announce(self) -> None:
-        """One Event per kind for what `create_all` created since the last call (the pods of every replica
-        type of a reconcile in one `SuccessfulCreatePod`)."""
+        """One Event per kind for what was created since the last call (the pods of every replica type of
+        a reconcile in one `SuccessfulCreatePod`) and not yet told by `summary()`, and one per kind for
+        what was deleted (`SuccessfulDeletePod` "Deleted 3 pods: a, b, c")."""
         for kind, names in self._announce.items():
             if names:
-                self._created(kind, names)
+                self._event(EventType.NORMAL, f"SuccessfulCreate{kind}", f"Created {_listed(kind, names)}")
         self._announce.clear()
+        for (kind, verb), names in self._gone.items():
+            self._event(EventType.NORMAL, f"SuccessfulDelete{kind}", f"{verb} {_listed(kind, names)}")
+        self._gone.clear()
+
+    def summary(self) -> str:
+        """What was created since the last call, every kind in one phrase ("4 pods: a, b, c, d; service:
+        j"), which no later `announce()` repeats; "" when nothing was."""
+        told = "; ".join(_listed(kind, names) for kind, names in self._announce.items() if names)
+        self._announce.clear()
+        return told
 
     async def create(
         self, resource: Resource, body: Obj, *, expect: str | None = None, blind: bool = False
@@ -107,7 +122,7 @@ class ChildWriter:
         reading it back to check its owner."""
         name = await self._create(resource, body, expect=expect, blind=blind)
         if name:
-            self._created(resource.kind, [name])
+            self._announce.setdefault(resource.kind, []).append(name)
         return name is not None
 
     async def _create(self, resource: Resource, body: Obj, *, expect: str | None, blind: bool) -> str | None:
@@ -125,13 +140,6 @@ class ChildWriter:
             self._failed(resource.kind, name, err)
             return None
         return name
-
-    def _created(self, kind: str, names: list[str]) -> None:
-        noun = kind.lower()
-        shown = ", ".join(names[:_NAMED])
-        more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
-        what = f"{noun}: {shown}" if len(names) == 1 else f"{len(names)} {noun}s: {shown}{more}"
-        self._event(EventType.NORMAL, f"SuccessfulCreate{kind}", f"Created {what}")
 
     async def delete(
         self, resource: Resource, name: str, *, uid: str = "", expect: str | None = None, force: bool = False
@@ -154,10 +162,7 @@ class ChildWriter:
             self._observed_delete(expect)
             self._event(EventType.WARNING, f"FailedDelete{resource.kind}", f"Error deleting: {err}")
             raise
-        verb = "Force-deleted" if force else "Deleted"
-        self._event(
-            EventType.NORMAL, f"SuccessfulDelete{resource.kind}", f"{verb} {resource.kind.lower()}: {name}"
-        )
+        self._gone.setdefault((resource.kind, "Force-deleted" if force else "Deleted"), []).append(name)
 
     async def patch(self, resource: Resource, name: str, body: Obj) -> None:
         """Merge-patch one child (extra objects and PodGroups that drifted from their desired form)."""
@@ -196,3 +201,11 @@ class ChildWriter:
 
     def _event(self, event_type: EventType, reason: str, message: str) -> None:
         self._recorder.record(self._job, event_type, reason, message)
+
+
+def _listed(kind: str, names: list[str]) -> str:
+    """`pod: a` or `4 pods: a, b, c, d` (the first 16 names, then how many more)."""
+    noun = kind.lower()
+    shown = ", ".join(names[:_NAMED])
+    more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+    return f"{noun}: {shown}" if len(names) == 1 else f"{len(names)} {noun}s: {shown}{more}"

@@ -243,13 +243,16 @@ class JobController(Generic[JobT]):
                 self, raw, "; ".join(str(e) for e in from_validation_error(err, self.kind.model))
             )
         job = self.default(parsed)
+        sync = JobSync(self, raw, job)
         try:
-            return await self._sync(request, JobSync(self, raw, job))
+            return await self._sync(request, sync)
         except Conflict:
             # The job changed since the cache showed it (often: the cache has not caught up with our own
             # last write). Its watch event re-enqueues it at once; the delay is only a safety net.
             log.debug("%s changed meanwhile; looking again with fresh data", request)
             return Result(requeue_after=CONFLICT_RETRY)
+        finally:
+            sync.writer.announce()  # children created on a path that told no one, an error's included
 
     @final
     def job_errors(self, job: JobT) -> list[FieldError]:

@@ -7,7 +7,8 @@ meanwhile (a stale cache, another writer), the server answers 409 and the reconc
 fresh data instead of overwriting a newer status with an older view (e.g. a Succeeded job with a late
 pod event). Nothing is lost: the status is recomputed from the cluster on every reconcile.
 
-Each condition transition becomes one Event and, for Created/Succeeded/Failed, one increment of the
+Each condition transition becomes one Event (the `Created` one also names the children its reconcile
+created) and, for Created/Succeeded/Failed, one increment of the
 Kubeflow job counters `training_operator_jobs_*_total{job_namespace, framework}`.
 """
 
@@ -45,8 +46,10 @@ class Reporter:
         self._had_created = condition(status, JobConditionType.CREATED) is not None
         self._reported = 0
 
-    async def write(self, builder: StatusBuilder) -> None:
-        """Patch the status if it differs from the last written one, then report its transitions."""
+    async def write(self, builder: StatusBuilder, *, children: ChildWriter | None = None) -> None:
+        """Patch the status if it differs from the last written one, then report its transitions.
+
+        `children`: the reconcile's writer; a `Created` transition's Event also names what it created."""
         new = builder.status.to_wire()
         if new != self._written:
             patch = {"metadata": {"resourceVersion": self._rv}, "status": merge_diff(self._written, new)}
@@ -56,7 +59,7 @@ class Reporter:
             self._stored(stored)
             self._written = new
         for transition in builder.transitions[self._reported :]:
-            self._report(transition)
+            self._report(transition, children)
         self._reported = len(builder.transitions)
 
     async def patch_metadata(self, metadata: Obj) -> None:
@@ -87,11 +90,16 @@ class Reporter:
             writer.event(EventType.NORMAL, "ExitedWithCode", message)
         self._count("jobs_restarted")
 
-    def _report(self, transition: Transition) -> None:
+    def _report(self, transition: Transition, children: ChildWriter | None) -> None:
         if transition.type is JobConditionType.CREATE_FAILED:
             return  # the FailedCreate<Kind> Event was recorded by the writer
         warning = transition.type in _WARNINGS and transition.status is ConditionStatus.TRUE
-        self._event(EventType.WARNING if warning else EventType.NORMAL, transition.reason, transition.message)
+        message = transition.message
+        if transition.type is JobConditionType.CREATED and children is not None:
+            # one Event for a new job and the children it got, where Kubeflow sends one per object
+            told = children.summary()
+            message = f"{message} Created {told}." if told else message
+        self._event(EventType.WARNING if warning else EventType.NORMAL, transition.reason, message)
         if transition.status is not ConditionStatus.TRUE:
             return
         if transition.type is JobConditionType.CREATED and not self._had_created:

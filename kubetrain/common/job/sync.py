@@ -166,14 +166,11 @@ class JobSync(Generic[JobT]):
             await self._replace(plan)
         await self._delete_pods(self.view.orphans)
         admitted = await self._sync_podgroup()
-        try:
-            for rtype, plan in plans.items():
-                if admitted and plan.create and self.ctl.ready_to_create(self.job, rtype, observed):
-                    bodies = (self.render.pod(rtype, index) for index in plan.create)
-                    await self.writer.create_all(PODS, bodies, expect="pods")
-            await self._sync_services()
-        finally:
-            self.writer.announce()  # one Event for the pods, one for the Services, even on an error
+        for rtype, plan in plans.items():
+            if admitted and plan.create and self.ctl.ready_to_create(self.job, rtype, observed):
+                bodies = (self.render.pod(rtype, index) for index in plan.create)
+                await self.writer.create_all(PODS, bodies, expect="pods")
+        await self._sync_services()
         await self._sync_extras(observed)
 
     async def _replace(self, plan: ReplicaPlan) -> None:
@@ -238,7 +235,8 @@ class JobSync(Generic[JobT]):
         if is_succeeded(b.status):
             # as finish() will: the replicas still active count as succeeded, in this same status write
             b.no_active(into_succeeded=True)
-        await self.report.write(b)
+        await self.report.write(b, children=self.writer)
+        self.writer.announce()  # what the Created Event did not tell: one Event per kind
         if self.finished:
             if (
                 stop_active

@@ -36,6 +36,7 @@ import contextlib
 import re
 import socket
 import ssl
+from asyncio import sslproto
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TypeVar
 from urllib.parse import quote, urlencode, urlsplit
@@ -45,7 +46,7 @@ from kubetrain.common.kube.httpmessage import BROKEN, Conn, Response, describe, 
 from kubetrain.common.kube.httppool import Pool
 from kubetrain.common.kube.proxy import Proxy
 
-__all__ = ["HttpClient", "Response"]
+__all__ = ["TLS_READ_BUFFER", "HttpClient", "Response", "use_small_tls_buffers"]
 
 T = TypeVar("T")
 
@@ -64,8 +65,28 @@ async def _timed(awaitable: Awaitable[T], seconds: float | None) -> T:
         return await awaitable
 
 
+TLS_READ_BUFFER = 64 * 1024
+
+
+def use_small_tls_buffers(size: int = TLS_READ_BUFFER) -> None:
+    """Make every asyncio TLS connection of this process read into `size` bytes instead of 256 KiB.
+
+    asyncio gives each TLS connection a read buffer of `SSLProtocol.max_size` (256 KiB), filled with zeros,
+    so resident from the start. An idle operator holds a connection per watch (about 24): 6 MiB of
+    buffers for records of at most 16 KiB. A process-wide setting of asyncio's, so it is the process's
+    entry point that calls this (`kubetrain operator` does), never an import."""
+    sslproto.SSLProtocol.max_size = size
+
+
 def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _head(method: str, target: str, fields: Mapping[str, str]) -> bytes:
+    """A request head: the one piece of HTTP/1.1 written here rather than by a library. h11 would cost
+    about 4x as much per request on the operator's hottest path (bench/http_parsers.py, bench/README.md);
+    the body's framing is a Content-Length the caller puts in `fields`."""
+    return (f"{method} {target} HTTP/1.1\r\n" + "".join(_header_lines(fields)) + "\r\n").encode("latin-1")
 
 
 def _header_lines(headers: Mapping[str, str]) -> list[str]:
@@ -78,7 +99,7 @@ def _header_lines(headers: Mapping[str, str]) -> list[str]:
                 f"header {name!r}: the value holds CR, LF, NUL or a character outside Latin-1; "
                 "check where it comes from (a token file, an exec credential plugin)"
             )
-        lines.append(f"{name}: {value.strip()}")
+        lines.append(f"{name}: {value.strip()}\r\n")
     return lines
 
 
@@ -197,8 +218,7 @@ class HttpClient:
             fields["Proxy-Authorization"] = self._proxy.authorization
         if body is not None:
             fields["Content-Length"] = str(len(body))
-        lines = [f"{method} {target} HTTP/1.1", *_header_lines(fields)]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+        return _head(method, target, fields) + (body or b"")
 
     async def _acquire(self, what: str, seconds: float | None) -> Conn:
         if self._closed:
@@ -253,8 +273,7 @@ class HttpClient:
         fields = {"Host": target}
         if proxy.authorization:
             fields["Proxy-Authorization"] = proxy.authorization
-        lines = [f"CONNECT {target} HTTP/1.1", *_header_lines(fields)]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        writer.write(_head("CONNECT", target, fields))
         resp = await read_response(Conn(reader, writer), head_only=True, what=f"CONNECT {target}")
         if resp.status != 200:
             raise ConnectionError(f"the proxy answered {resp.status} to CONNECT {target}")

@@ -74,7 +74,9 @@ async def test_scale_up_creates_and_scale_down_deletes_pods_and_services(cluster
     await cluster.step()
     assert sorted(await cluster.pods()) == ["toy-leader-0", "toy-worker-0"]
     assert sorted(await cluster.services()) == ["toy-leader-0", "toy-worker-0"]
-    assert "SuccessfulDeletePod" in cluster.op.events.reasons()
+    # one Event for the pods a reconcile deleted, naming them
+    deleted = [e.message for e in cluster.op.events.events if e.reason == "SuccessfulDeletePod"]
+    assert deleted == ["Deleted 4 pods: toy-worker-1, toy-worker-2, toy-worker-3, toy-worker-4"]
 
 
 async def test_a_replica_type_removed_from_the_spec_loses_its_pods(cluster: Cluster) -> None:
@@ -106,13 +108,14 @@ async def test_events_and_counters_record_the_decisions(cluster: Cluster) -> Non
     await cluster.run_all()
     await cluster.set_phase("toy-leader-0", "Succeeded", exit_code=0)
     reasons = cluster.op.events.reasons()
-    # one Event for the pods a reconcile created, one for the Services, each naming them all
+    # the new job's one Event names every child its first reconcile created, kind by kind
     events = cluster.op.events.events
-    created = {e.reason: e.message for e in events if e.reason.startswith("SuccessfulCreate")}
-    assert reasons.count("SuccessfulCreatePod") == 1
-    assert reasons.count("SuccessfulCreateService") == 1
-    assert created["SuccessfulCreatePod"] == "Created 2 pods: toy-leader-0, toy-worker-0"
-    assert created["SuccessfulCreateService"] == "Created 2 services: toy-leader-0, toy-worker-0"
+    [created] = [e.message for e in events if e.reason == "ToyJobCreated"]
+    assert created == (
+        "ToyJob toy is created. Created 2 pods: toy-leader-0, toy-worker-0; "
+        "2 services: toy-leader-0, toy-worker-0; configmap: toy-hosts."
+    )
+    assert not [r for r in reasons if r.startswith("SuccessfulCreate")], "told once, in ToyJobCreated"
     for reason in ("ToyJobCreated", "ToyJobRunning", "ToyJobSucceeded"):
         assert reasons.count(reason) == 1, reason
     assert cluster.op.counter("training_operator_jobs_created") == 1

@@ -38,6 +38,9 @@ async def test_on_failure_and_always_replace_a_failed_pod(cluster: Cluster, poli
         ("Warning", "job toy is restarting because Worker replica(s) failed.")
     ]
     assert "ExitedWithCode" in cluster.op.events.reasons()
+    # a pod created by a later reconcile is told by an Event of its own, as Kubeflow's operators do
+    recreated = [e.message for e in cluster.op.events.events if e.reason == "SuccessfulCreatePod"]
+    assert recreated == ["Created pod: toy-worker-0"]
     assert cluster.op.counter("training_operator_jobs_restarted") == 1
     await cluster.run_all()
     assert await cluster.is_true("Running") and await cluster.condition("Restarting") is None

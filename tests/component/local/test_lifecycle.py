@@ -88,7 +88,9 @@ async def test_clean_pod_policy_is_the_operators(runner: Runner, policy: str, wo
     assert ran.result.outcome is Outcome.SUCCEEDED
     assert ran.row("clean-worker-0").state == worker_state
     assert ran.row("clean-master-0").state == ("Deleted" if policy == "All" else "Succeeded")
-    deleted_by_operator = "[event] pytorchjob/clean: Normal SuccessfulDeletePod: Deleted pod: clean-worker-0"
+    # one Event for the pods one reconcile deleted, naming them
+    deleted = "2 pods: clean-master-0, clean-worker-0" if policy == "All" else "pod: clean-worker-0"
+    deleted_by_operator = f"[event] pytorchjob/clean: Normal SuccessfulDeletePod: Deleted {deleted}\n"
     assert (deleted_by_operator in ran.output) is (policy != "None")
 
 

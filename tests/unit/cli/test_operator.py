@@ -9,12 +9,15 @@ from __future__ import annotations
 import io
 import json
 import logging
+import subprocess
+import sys
+from asyncio import sslproto
 from collections.abc import Iterator
 
 import pytest
 
 from kubetrain.api import KINDS, TFJOB
-from kubetrain.cli import main
+from kubetrain.cli import main, operator_app
 from kubetrain.cli.operator import build_operator_parser
 from kubetrain.cli.operator_logs import configure_logging
 from kubetrain.cli.operator_options import (
@@ -28,6 +31,7 @@ from kubetrain.cli.operator_options import (
     parse_address,
 )
 from kubetrain.common.job import ServiceMode
+from kubetrain.common.kube.http import TLS_READ_BUFFER
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.controllers.registry import (
     CONTROLLERS,
@@ -83,6 +87,25 @@ def test_service_mode_flag(capsys: pytest.CaptureFixture[str]) -> None:
         build_operator_parser().parse_args(["--service-mode=pod"])
     assert exited.value.code == 2
     assert "--service-mode: invalid choice: 'pod' (choose from 'job', 'replica')" in capsys.readouterr().err
+
+
+def test_the_operator_command_loads_no_other_commands_modules() -> None:
+    """About 1 MiB an idle operator does not pay (bench/operator_at_rest.py): the SDK client, the local
+    runner, scaffolding and the in-memory API server belong to other sub-commands."""
+    probe = (
+        "import sys\n"
+        "from kubetrain.cli import main\n"
+        "try:\n"
+        "    main(['operator', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('kubetrain.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.splitlines()[-1].split())
+    assert "kubetrain.cli.operator" in loaded
+    others = {"kubetrain.cli.submit", "kubetrain.cli.run", "kubetrain.client", "kubetrain.common.kube.fake"}
+    assert not loaded & others
 
 
 def test_help_groups_flags_shows_defaults_and_an_example(capsys: pytest.CaptureFixture[str]) -> None:
@@ -286,6 +309,18 @@ def test_a_missing_controller_fails_loudly_naming_the_kind() -> None:
     wrong = ControllerEntry(TFJOB, "kubetrain.controllers.registry", "ControllerEntry")
     with pytest.raises(ControllerUnavailable, match="not a ConfiguredJobController subclass"):
         wrong.load()
+
+
+def test_the_operator_process_reads_tls_into_small_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncio's 256 KiB per TLS connection, about 24 of them at rest: 4 MiB (bench/operator_at_rest.py)."""
+    monkeypatch.setattr(sslproto.SSLProtocol, "max_size", 256 * 1024)
+
+    def unavailable(kind: str) -> None:
+        raise ControllerUnavailable(f"{kind}: stopped here by the test")
+
+    monkeypatch.setattr(operator_app, "load_controller", unavailable)
+    assert operator_app.run_operator(options("--enable", "TFJob")) != 0
+    assert sslproto.SSLProtocol.max_size == TLS_READ_BUFFER == 64 * 1024
 
 
 def test_resolve_kinds_rejects_what_it_does_not_know() -> None:

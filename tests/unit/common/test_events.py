@@ -168,3 +168,18 @@ async def test_what_is_remembered_per_object_is_forgotten_once_it_cannot_matter(
     recorder.record(JOB, EventType.NORMAL, "R", "m")
     await recorder.flush()
     assert (len(recorder._seen), len(recorder._buckets)) == (1, 1)
+
+
+async def test_events_still_waiting_when_the_recorder_stops_are_counted_as_dropped() -> None:
+    clock = FakeClock()
+    drops: list[str] = []
+    recorder = KubeEventRecorder(
+        InMemoryApiClient(clock=clock), component="kubetrain", clock=clock, on_drop=drops.append
+    )
+    task = asyncio.ensure_future(recorder.run())
+    await asyncio.sleep(0)  # the writer waits for its first Event
+    for index in range(3):
+        recorder.record(JOB, EventType.NORMAL, "SuccessfulCreatePod", f"Created pod: j-worker-{index}")
+    task.cancel()  # before it wrote any of them: the operator stopping with a backlog
+    await asyncio.gather(task, return_exceptions=True)
+    assert recorder.dropped["shutdown"] == 3 and drops == ["shutdown"] * 3
