@@ -12,6 +12,8 @@
 # (kubetrain/testing/ecosystem.py computes the same paths). A cached component costs nothing.
 #
 # Usage: bash hack/ecosystem.sh [NAME...]   build what is missing (all components, or the named ones)
+#        bash hack/ecosystem.sh --download [NAME...]   only download the modules of what is missing (hack/test.sh
+#                                                       runs it first, so that the downloads overlap other builds)
 #        bash hack/ecosystem.sh --print-dir print the cache root and exit
 # hack/peers.sh builds another list (the benchmark's Go peers) with this same script, through
 # KUBETRAIN_GOBUILD_LIST (the list file), KUBETRAIN_GOBUILD_DIR (the cache root) and KUBETRAIN_GOBUILD_LABEL.
@@ -42,6 +44,19 @@ build() { # name module version package
   exec 9>"$dir/.lock"
   flock 9 # a second build of the same component waits, then finds it built
   if [ -f "$dir/stamp" ] && [ -x "$dir/bin/$name" ]; then echo "$label: $name $version: cached"; return; fi
+  if [ "$download_only" = 1 ]; then
+    # The module and its dependencies into Go's module cache (`go mod download` reads the module's own
+    # go.mod, in a throw-away copy: the module cache is read-only). The build below then finds them there.
+    t0=$(date +%s)
+    src="$(cd "$dir" && go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+    [ -n "$src" ] || { echo "$label: FAILED to download $module@$version" >&2; return 1; }
+    rm -rf "$dir/.download"
+    cp -r "$src" "$dir/.download" && chmod -R u+w "$dir/.download"
+    (cd "$dir/.download" && go mod download) || { echo "$label: FAILED to download the modules of $module@$version" >&2; return 1; }
+    rm -rf "$dir/.download"
+    echo "$label: $name $version: modules downloaded in $(($(date +%s) - t0)) s"
+    return
+  fi
   t0=$(date +%s)
   echo "$label: $name: downloading $module@$version ..."
   src="$(cd "$dir" && go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
@@ -61,6 +76,8 @@ build() { # name module version package
   echo "$label: $name $version: built in $(($(date +%s) - t0)) s"
 }
 
+download_only=0
+if [ "${1:-}" = "--download" ]; then download_only=1; shift; fi
 only=("$@")
 for n in "${only[@]}"; do # a name that is not in the list is a mistake, not nothing to do
   grep -Eq "^$n[[:space:]]" "$list" || { echo "$label: unknown name '$n' (see $list)" >&2; exit 2; }
