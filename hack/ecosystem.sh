@@ -7,6 +7,8 @@
 # built there with its own go.mod as the main module. The copied tree stays beside the binary: the tests
 # install the CRDs and webhook configurations from it, so they always match the binary.
 #
+# No DWARF is compiled (-gcflags=all=-dwarf=false): the linker strips it anyway (-ldflags=-w); see hack/gobuild.sh.
+#
 # Layout: ${KUBETRAIN_ECOSYSTEM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubetrain/ecosystem}/<name>-<version>/
 #   bin/<name>   the binary          src/   the module tree          stamp   written last, when built
 # (kubetrain/testing/ecosystem.py computes the same paths). A cached component costs nothing.
@@ -68,7 +70,8 @@ build() { # name module version package
   cp -r "$src" "$dir/src"
   chmod -R u+w "$dir/src" # the module cache is read-only; the build writes nothing there but go may
   echo "$label: $name: building $pkg ..."
-  if ! (cd "$dir/src" && go build -mod=mod -trimpath -ldflags="-s -w" -o "$dir/bin/$name" "$pkg"); then
+  if ! (cd "$dir/src" && go build -mod=mod -trimpath -gcflags=all=-dwarf=false -ldflags="-s -w" -o "$dir/bin/$name" \
+    "$pkg"); then
     echo "$label: FAILED to build $name ($pkg in $module@$version); see the go errors above." >&2
     exit 1
   fi
