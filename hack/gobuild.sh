@@ -9,7 +9,7 @@
 # GOCACHE) so that the two builds take turns and the second finds the shared packages compiled.
 #
 # The compiler emits no DWARF (-gcflags=all=-dwarf=false): the linker drops it anyway (-ldflags=-w), and not
-# making it took 11-12 % less compile CPU (k8s.io/client-go/kubernetes cold, see README's cold split).
+# making it took 12-16 % less compile CPU (k8s.io/client-go/kubernetes cold, see README's cold split).
 #
 # The caller sets gb_label (the log prefix) and gb_bin (the binary directory), exports GOTOOLCHAIN=local and
 # CGO_ENABLED=0, and holds the lock of gb_bin. gb_built counts the binaries built.
