@@ -7,11 +7,15 @@
 # built there with its own go.mod as the main module. The copied tree stays beside the binary: the tests
 # install the CRDs and webhook configurations from it, so they always match the binary.
 #
+# No DWARF is compiled (-gcflags=all=-dwarf=false): the linker strips it anyway (-ldflags=-w); see hack/gobuild.sh.
+#
 # Layout: ${KUBETRAIN_ECOSYSTEM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubetrain/ecosystem}/<name>-<version>/
 #   bin/<name>   the binary          src/   the module tree          stamp   written last, when built
 # (kubetrain/testing/ecosystem.py computes the same paths). A cached component costs nothing.
 #
 # Usage: bash hack/ecosystem.sh [NAME...]   build what is missing (all components, or the named ones)
+#        bash hack/ecosystem.sh --download [NAME...]   only download the modules of what is missing (hack/test.sh
+#                                                       runs it first, so that the downloads overlap other builds)
 #        bash hack/ecosystem.sh --print-dir print the cache root and exit
 # hack/peers.sh builds another list (the benchmark's Go peers) with this same script, through
 # KUBETRAIN_GOBUILD_LIST (the list file), KUBETRAIN_GOBUILD_DIR (the cache root) and KUBETRAIN_GOBUILD_LABEL.
@@ -42,6 +46,19 @@ build() { # name module version package
   exec 9>"$dir/.lock"
   flock 9 # a second build of the same component waits, then finds it built
   if [ -f "$dir/stamp" ] && [ -x "$dir/bin/$name" ]; then echo "$label: $name $version: cached"; return; fi
+  if [ "$download_only" = 1 ]; then
+    # The module and its dependencies into Go's module cache (`go mod download` reads the module's own
+    # go.mod, in a throw-away copy: the module cache is read-only). The build below then finds them there.
+    t0=$(date +%s)
+    src="$(cd "$dir" && go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+    [ -n "$src" ] || { echo "$label: FAILED to download $module@$version" >&2; return 1; }
+    rm -rf "$dir/.download"
+    cp -r "$src" "$dir/.download" && chmod -R u+w "$dir/.download"
+    (cd "$dir/.download" && go mod download) || { echo "$label: FAILED to download the modules of $module@$version" >&2; return 1; }
+    rm -rf "$dir/.download"
+    echo "$label: $name $version: modules downloaded in $(($(date +%s) - t0)) s"
+    return
+  fi
   t0=$(date +%s)
   echo "$label: $name: downloading $module@$version ..."
   src="$(cd "$dir" && go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
@@ -53,7 +70,8 @@ build() { # name module version package
   cp -r "$src" "$dir/src"
   chmod -R u+w "$dir/src" # the module cache is read-only; the build writes nothing there but go may
   echo "$label: $name: building $pkg ..."
-  if ! (cd "$dir/src" && go build -mod=mod -trimpath -ldflags="-s -w" -o "$dir/bin/$name" "$pkg"); then
+  if ! (cd "$dir/src" && go build -mod=mod -trimpath -gcflags=all=-dwarf=false -ldflags="-s -w" -o "$dir/bin/$name" \
+    "$pkg"); then
     echo "$label: FAILED to build $name ($pkg in $module@$version); see the go errors above." >&2
     exit 1
   fi
@@ -61,6 +79,8 @@ build() { # name module version package
   echo "$label: $name $version: built in $(($(date +%s) - t0)) s"
 }
 
+download_only=0
+if [ "${1:-}" = "--download" ]; then download_only=1; shift; fi
 only=("$@")
 for n in "${only[@]}"; do # a name that is not in the list is a mistake, not nothing to do
   grep -Eq "^$n[[:space:]]" "$list" || { echo "$label: unknown name '$n' (see $list)" >&2; exit 2; }

@@ -47,53 +47,32 @@ install_debs() {
   echo "node: Debian packages installed in $(($(date +%s) - t0)) s"
 }
 
+# shellcheck source=hack/gobuild.sh
+. "$root/hack/gobuild.sh"
+gb_label=node gb_bin="$bin"
 names=(kubelet kube-proxy coredns)
-is_built() { [ -x "$bin/$1" ] && [ -f "$bin/$1.stamp" ]; }
-build() { # name module-dir package expected-version-text ldflags tags version-args...
-  local name="$1" dir="$2" pkg="$3" want="$4" ldflags="$5" tags="$6" t0 out
-  shift 6
-  if is_built "$name"; then echo "node: $name: cached ($(head -n1 "$bin/$name.stamp"))"; return; fi
-  t0=$(date +%s)
-  echo "node: $name: building $pkg ..."
-  if ! (cd "$nd/$dir" && go build -mod=readonly -trimpath -tags="$tags" -ldflags="-s -w $ldflags" \
-    -o "$bin/.$name.tmp" "$pkg"); then
-    echo "node: FAILED to build $name ($pkg in tools/node/$dir); see the go errors above." >&2
-    exit 1
-  fi
-  out="$("$bin/.$name.tmp" "$@" 2>&1)" || true
-  out="$(printf '%s\n' "$out" | sed -n '1,3p')"
-  grep -qF -- "$want" <<<"$out" || { echo "node: $name printed '$out', expected '$want'" >&2; exit 1; }
-  mv -f "$bin/.$name.tmp" "$bin/$name"
-  echo "$out" >"$bin/$name.stamp"
-  echo "node: $name: built in $(($(date +%s) - t0)) s ($(head -n1 <<<"$out"))"
-}
-
-k8s_ldflags() { # the same version stamps as hack/testbin.sh
-  local minor date
-  minor="$(echo "$K8S" | cut -d. -f2)"
-  date="$(cd "$nd/k8s" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "k8s.io/kubernetes")"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    printf -- '-X %s.%s ' "$pkg" "gitVersion=$K8S" "$pkg" "gitMajor=1" "$pkg" "gitMinor=$minor" \
-      "$pkg" "gitTreeState=clean" "$pkg" "buildDate=$date" "$pkg" "gitCommit="
-  done
-}
+all_built() { local n; for n in "${names[@]}"; do gb_is_built "$n" || return 1; done; }
 
 build_all() {
-  local n all=1
-  for n in "${names[@]}"; do is_built "$n" || all=0; done
-  [ "$all" = 1 ] && { echo "node: binaries cached in $bin"; return; }
+  local ldf
+  all_built && { echo "node: binaries cached in $bin"; return; }
   command -v go >/dev/null || { echo "node: 'go' not found on PATH (Go >= 1.26 is needed)" >&2; exit 1; }
-  export GOTOOLCHAIN=local CGO_ENABLED=0
   mkdir -p "$bin"
   exec 8>"$bin/.lock"
   flock 8
-  local ldf tags=selinux,notest,grpcnotrace
-  ldf="$(k8s_ldflags)"
-  build kubelet k8s k8s.io/kubernetes/cmd/kubelet "Kubernetes $K8S" "$ldf" "$tags" --version
-  build kube-proxy k8s k8s.io/kubernetes/cmd/kube-proxy "Kubernetes $K8S" "$ldf" "$tags" --version
-  build coredns coredns . "CoreDNS-${COREDNS#v}" "" "" -version
+  # CoreDNS first: it shares nothing with the k8s builds, so it compiles while hack/testbin.sh's k8s build
+  # holds the lock that kubelet and kube-proxy then take (hack/gobuild.sh).
+  gb_build "$nd/coredns" "" "" "coredns|.|CoreDNS-${COREDNS#v}|-version"
+  ldf="$(gb_k8s_ldflags "$nd/k8s" "$K8S")"
+  gb_build --k8s "$nd/k8s" selinux,notest,grpcnotrace "$ldf" \
+    "kubelet|k8s.io/kubernetes/cmd/kubelet|Kubernetes $K8S|--version" \
+    "kube-proxy|k8s.io/kubernetes/cmd/kube-proxy|Kubernetes $K8S|--version"
 }
 
+# The modules download while apt-get installs the Debian packages.
+export GOTOOLCHAIN=local CGO_ENABLED=0
+all_built || ! command -v go >/dev/null || gb_prefetch "$nd/coredns" "$nd/k8s"
 install_debs
 build_all
+gb_prefetch_wait
 echo "node: ready ($(($(date +%s) - t_all)) s): $bin"

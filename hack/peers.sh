@@ -10,6 +10,7 @@
 # it under nice) on a small machine: a cold build compiles a few hundred packages.
 #
 # Usage: bash hack/peers.sh [NAME...]   build what is missing (all peers, or the named ones)
+#        bash hack/peers.sh --download [NAME...]   only download their modules (see hack/ecosystem.sh)
 #        bash hack/peers.sh --print-dir print the cache root and exit
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -13,7 +13,10 @@ phase() { echo "== $1 ($(( $(date +%s) - t0 )) s)"; }
 mkdir -p .ci-logs
 go_log=.ci-logs/go-builds.log
 phase "setup: Go builds in the background (log: $go_log)"
-setsid bash -c 'bash hack/testbin.sh && bash hack/ecosystem.sh && bash hack/peers.sh training-operator' \
+# The module downloads of the later builds start at once, beside the first compiles (each build waits for
+# its own download's lock).
+setsid bash -c 'bash hack/ecosystem.sh --download & bash hack/peers.sh --download training-operator &
+  bash hack/testbin.sh && bash hack/ecosystem.sh && bash hack/peers.sh training-operator; rc=$?; wait; exit $rc' \
   >"$go_log" 2>&1 &
 go_pid=$!
 # The real node's parts (kubelet, kube-proxy, CoreDNS; Debian's containerd) for the `node` tier: beside the
