@@ -33,13 +33,17 @@ class _Recording(Operator):
         raise _Stop
 
 
-async def test_progress_reviews_and_writes_have_limits_apart_from_each_other_and_the_reconciles(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture(autouse=True)
+def no_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`KubeApiClient.connect` hands out a record of the limit it was asked for."""
+
     async def connect(*args: Any, qps: float, burst: int, **kw: Any) -> _Connected:
         return _Connected(qps, burst)
 
     monkeypatch.setattr(KubeApiClient, "connect", connect)
+
+
+async def test_progress_reviews_and_writes_have_limits_apart_from_each_other_and_the_reconciles() -> None:
     progress = ProgressConfig(
         host="127.0.0.1", port=0, url="https://op.ns.svc:8443", audience="kubetrain", interval=10.0,
         hosts=("op.ns.svc",),
@@ -55,13 +59,7 @@ async def test_progress_reviews_and_writes_have_limits_apart_from_each_other_and
     assert isinstance(clients.reviews, _Connected) and clients.reviews.qps > 0
 
 
-async def test_without_the_progress_endpoint_no_progress_clients_are_opened(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    async def connect(*args: Any, qps: float, burst: int, **kw: Any) -> _Connected:
-        return _Connected(qps, burst)
-
-    monkeypatch.setattr(KubeApiClient, "connect", connect)
+async def test_without_the_progress_endpoint_no_progress_clients_are_opened() -> None:
     operator = _Recording([PyTorchJobController], OperatorConfig(progress=None))
     with pytest.raises(_Stop):
         await operator.serve()
