@@ -10,8 +10,8 @@ Pure functions: they write nothing. Why each setting is what it is:
   route, so nothing it sends can leave the machine.
 - kubelet: `failCgroupV1: false` (1.35+ refuse cgroup v1 otherwise), cgroupfs, the bridge's gateway as
   node IP (a kubelet refuses loopback), its serving certificate for that IP, webhook authentication and
-  authorization, eviction thresholds for a small machine and no image garbage collection (images come
-  from `ctr import`; there is nothing to pull them back from).
+  authorization, a memory eviction threshold for a small machine, no eviction for disk pressure and no
+  image garbage collection (images come from `ctr import`; there is nothing to pull them back from).
 - CoreDNS answers `cluster.local` and reverse lookups from the API server and nothing else: there is no
   `forward`, so any other name is REFUSED.
 """
@@ -143,7 +143,11 @@ def kubelet_config(layout: NodeLayout, *, ca: Path, crt: Path, key: Path) -> str
         "serializeImagePulls": False,
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
-        "evictionHard": {"memory.available": "512Mi", "nodefs.available": "3%", "imagefs.available": "3%"},
+        # Memory only: the node's filesystem is the host's, shared with the image builds and everything
+        # else on the machine, and under disk pressure the kubelet evicts pods and deletes "unused" images,
+        # the pause image among them, that nothing can pull back (no registry). Naming one signal sets the
+        # others to none (the kubelet applies its defaults only when evictionHard is left out).
+        "evictionHard": {"memory.available": "512Mi"},
         "volumePluginDir": str(layout.path("kubelet", "volume-plugins")),
         "podLogsDir": str(layout.path("kubelet", "pod-logs")),
         "fileCheckFrequency": "5s",

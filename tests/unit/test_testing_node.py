@@ -46,6 +46,13 @@ def test_kubelet_runs_on_cgroup_v1_with_the_node_ip_and_keeps_imported_images() 
     assert conf["authorization"]["mode"] == "Webhook"
 
 
+def test_kubelet_never_evicts_for_the_hosts_disk() -> None:
+    """Disk pressure on the shared host disk once evicted an example's pods and deleted the pause image, which
+    nothing can pull back: the node's only eviction signal is memory (naming one turns the others off)."""
+    conf = json.loads(kubelet_config(LAYOUT, ca=Path("ca"), crt=Path("c"), key=Path("k")))
+    assert set(conf["evictionHard"]) == {"memory.available"}
+
+
 def test_containerd_keeps_its_runtime_paths_private() -> None:
     text = containerd_config(LAYOUT)
     assert 'root = "/cache/containerd"' in text
