@@ -87,8 +87,10 @@ async def test_requests_with_a_token_under_review_wait_for_that_one_review() -> 
     auth = authenticator(api, FakeClock())
     callers = [asyncio.ensure_future(auth.authenticate("tok")) for _ in range(10)]
     await asyncio.sleep(0)
+    assert len(api.sent) == 1, "the first caller's review is in flight, the other nine wait on it"
     callers[0].cancel()  # a client that gave up: the review goes on for the others
     await asyncio.sleep(0)
+    assert len(api.sent) == 1 and not any(c.done() for c in callers[1:]), "the review goes on"
     api.answer.set()
     found = await asyncio.gather(*callers[1:])
     assert {who.username for who in found if who} == {POD_SA["username"]} and all(found)
