@@ -15,7 +15,7 @@
 # ($KUBETRAIN_CA_BUNDLE, default /etc/ssl/certs/ca-certificates.crt) through a build secret: it is never
 # copied into an image.
 #
-# Usage: bash hack/images.sh [--with-on-demand | IMAGE...]   (names as in images/, plus `operator`; default:
+# Usage: bash hack/images.sh [--with-on-demand | --print-tags | IMAGE...]   (names as in images/, plus `operator`; default:
 # ALL, those the images test tier runs; ON_DEMAND images, trainer-xgboost and trainer-paddle, are built only
 # when named, or with --with-on-demand, which builds ALL and them: the test command does, for the node tier)
 # Environment: KUBETRAIN_IMAGE_ENGINE=podman|buildah|docker picks the engine; CONTAINERS_CONF is set to
@@ -30,6 +30,7 @@ VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -n 1)
 REGISTRY=${KUBETRAIN_IMAGE_REGISTRY:-docker.io/kubetrain}
 TORCH_VERSION=$(sed -n 's/^ARG TORCH_VERSION=//p' images/torch/Containerfile)
 HOROVOD_VERSION=0.28.1
+HOROVOD_BUILD=mpi-release # hack/frameworks.sh builds it (torch over MPI, Release) and names its wheel cache so
 PUBLIC_BASE=docker.io/library/python:3.11.14-slim-bookworm
 DEBIAN_BASE=localhost/kubetrain/debian-python:bookworm
 PYTHON_IMAGE=localhost/kubetrain/python:3.11
@@ -39,6 +40,13 @@ ALL=(trainer-pytorch trainer-tensorflow trainer-jax trainer-mpi trainer-horovod 
 # Built only when named (`bash hack/images.sh trainer-xgboost`) or with --with-on-demand: the images tier
 # does not run them; the node tier (tests/node) does, and hack/test.sh builds them for it.
 ON_DEMAND=(trainer-xgboost trainer-paddle)
+if [ "${1:-}" = --print-tags ]; then  # the tags of every image this script builds, one a line
+  for name in "${ALL[@]}" "${ON_DEMAND[@]}"; do
+    [ "$name" = operator ] && name=kubetrain-operator
+    echo "$REGISTRY/$name:$VERSION"
+  done
+  exit 0
+fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -70,8 +78,10 @@ if [ "$ENGINE" = podman ] && command -v dpkg-query >/dev/null; then
   mapfile -t missing < <(missing_debs "${PODMAN_PKGS[@]}")
   if [ ${#missing[@]} -gt 0 ]; then
     step "apt-get install ${missing[*]}"
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # one apt-get at a time: the test command's other setup steps install packages beside this one
+    as_root flock /run/lock/kubetrain-apt.lock apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root flock /run/lock/kubetrain-apt.lock \
+      apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 fi
 if [ "$ENGINE" != docker ] && [ -z "${CONTAINERS_CONF:-}" ]; then
@@ -119,8 +129,9 @@ base_image() {
 debian_base() {  # a Debian bookworm root filesystem with python3 and venv, imported as an image
   image_exists "$DEBIAN_BASE" && return
   command -v mmdebstrap >/dev/null || {
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
+    as_root flock /run/lock/kubetrain-apt.lock apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root flock /run/lock/kubetrain-apt.lock \
+      apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
   }
   local t tmp
   t=$(date +%s)
@@ -152,7 +163,7 @@ kubetrain_wheel() {  # the project's wheel, which every trainer installs (its ex
 
 horovod_wheel() {  # the wheel hack/frameworks.sh built against the same torch, copied into the context
   local cache=${XDG_CACHE_HOME:-$HOME/.cache}/kubetrain/wheels found
-  found=$(ls -d "$cache"/horovod-"$HOROVOD_VERSION"-cp311-torch-"$TORCH_VERSION"*/horovod-*.whl 2>/dev/null | head -n 1)
+  found=$(ls -d "$cache"/horovod-"$HOROVOD_VERSION"-cp311-torch-"$TORCH_VERSION"*-"$HOROVOD_BUILD"/horovod-*.whl 2>/dev/null | head -n 1)
   if [ -z "$found" ]; then
     echo "images: no Horovod $HOROVOD_VERSION wheel for torch $TORCH_VERSION in $cache;" \
       "build it with 'bash hack/setup.sh --frameworks' (torch $TORCH_VERSION in .venv), then rerun" >&2

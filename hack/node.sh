@@ -12,6 +12,7 @@
 #
 # Usage: bash hack/node.sh            build and install what is missing, print the times
 #        bash hack/node.sh --print-dir  print the binary directory and exit
+#        bash hack/node.sh --debs       install the Debian packages only (containerd, runc, CNI plugins, ...)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 nd="$root/tools/node"
@@ -41,11 +42,15 @@ install_debs() {
   local t0; t0=$(date +%s)
   echo "node: apt-get install $missing"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=900 update -qq
+  # one apt-get at a time: the test command's other setup steps install packages beside this one
+  flock /run/lock/kubetrain-apt.lock apt-get -o DPkg::Lock::Timeout=900 update -qq
   # shellcheck disable=SC2086
-  apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends $missing >/dev/null
+  flock /run/lock/kubetrain-apt.lock apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends \
+    $missing >/dev/null
   echo "node: Debian packages installed in $(($(date +%s) - t0)) s"
 }
+
+if [ "${1:-}" = "--debs" ]; then install_debs; exit 0; fi
 
 # shellcheck source=hack/gobuild.sh
 . "$root/hack/gobuild.sh"

@@ -12,12 +12,15 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+[ -z "${PIP_CERT:-}" ] || export SSL_CERT_FILE=${SSL_CERT_FILE:-$PIP_CERT}  # uv: the CA pip is told to trust
 stamp=.venv/.kubetrain-setup
 hash=$(cat pyproject.toml hack/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$hash" ]; then
   python -m pip install -q --upgrade "pip>=24.3"
-  # dependency groups: pip >= 25.1 reads [dependency-groups] with --group
-  python -m pip install -q -e . --group dev
+  # uv (pinned in pyproject's `bootstrap` group) installs what pip would, from the same index, but downloads
+  # in parallel and unpacks natively; hack/frameworks.sh installs the frameworks with it too
+  python -m pip install -q "$(python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["dependency-groups"]["bootstrap"])')"
+  uv pip install -q --python .venv/bin/python -e . --group dev
   echo "$hash" > "$stamp"
 fi
 if [ "$want_frameworks" = 1 ]; then

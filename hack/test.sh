@@ -25,17 +25,56 @@ node_log=.ci-logs/node-build.log
 setsid bash hack/node.sh >"$node_log" 2>&1 &
 node_pid=$!
 # their own process groups: whatever ends this script (a failed step, Ctrl-C) ends the Go builds too
-trap 'kill -- -"$go_pid" 2>/dev/null || true; kill -- -"$node_pid" 2>/dev/null || true' EXIT
+hvd_pid='' import_pid=''
+stop_background() {
+  local pid
+  for pid in "$go_pid" "$node_pid" "$hvd_pid" "$import_pid"; do
+    [ -n "$pid" ] && kill -- -"$pid" 2>/dev/null || true
+  done
+}
+trap stop_background EXIT
+# Horovod's C++ compile (minutes, once per torch version) and the image builds (downloads and disk, little
+# CPU) overlap: the frameworks go in first without Horovod, its compile then runs in the background, and
+# trainer-horovod, the one image that needs its wheel, is built last.
 phase "setup: venv and Python dependencies"
-bash hack/setup.sh --frameworks
+KUBETRAIN_NO_HOROVOD=1 bash hack/setup.sh --frameworks
 . .venv/bin/activate
+hvd_log=.ci-logs/horovod.log
+phase "setup: Horovod in the background (log: $hvd_log)"
+setsid bash hack/frameworks.sh >"$hvd_log" 2>&1 &
+hvd_pid=$!
 # The trainer and operator images (hack/images.sh; podman from Debian's packages), with the on-demand ones
-# (trainer-xgboost, trainer-paddle: 11 s and 78 s cold, 0.5 and 1.4 GB), whose examples the node tier runs.
-# A failure here does not stop the run: the image tests build again and fail with the reason.
-phase "setup: container images"
-bash hack/images.sh --with-on-demand || echo "images: hack/images.sh failed; tests/runtime/test_images.py reports why"
+# (trainer-xgboost, trainer-paddle), whose examples the node tier runs. A failure here does not stop the
+# run: the image tests build again and fail with the reason.
+mapfile -t image_tags < <(bash hack/images.sh --print-tags)
+images_but_horovod=()
+for tag in "${image_tags[@]}"; do
+  name=${tag##*/}; name=${name%%:*}; name=${name#kubetrain-}
+  [ "$name" = trainer-horovod ] || images_but_horovod+=("$name")
+done
+phase "setup: container images but trainer-horovod"
+bash hack/images.sh "${images_but_horovod[@]}" || echo "images: hack/images.sh failed; tests/runtime/test_images.py reports why"
 phase "setup: Kubeflow SDK (a venv of its own)"
 bash hack/kubeflow-sdk.sh
+phase "setup: waiting for Horovod"
+if ! wait "$hvd_pid"; then
+  cat "$hvd_log"
+  echo "setup: Horovod's build failed (log above)" >&2
+  exit 1
+fi
+grep -E '^== |^   \(' "$hvd_log" | tail -n 4
+phase "setup: image trainer-horovod"
+bash hack/images.sh trainer-horovod || echo "images: hack/images.sh failed; tests/runtime/test_images.py reports why"
+# The images go into the real node's containerd in the background, while the tiers before `node` run: a
+# first import reads and hashes every byte (about 8 GB). The node tier, which would otherwise import them
+# itself, waits for it (the machine's real-node lock) and finds them there.
+import_log=.ci-logs/node-images.log
+phase "setup: images into the real node's containerd, in the background (log: $import_log)"
+import_args=()
+for tag in "${image_tags[@]}"; do import_args+=(--image "$tag"); done
+setsid bash -c 'bash hack/node.sh --debs && exec python -m kubetrain.testing --real-node --import-only "$@"' \
+  import "${import_args[@]}" >"$import_log" 2>&1 &
+import_pid=$!
 phase "setup: waiting for the Go builds"
 if ! wait "$go_pid"; then
   cat "$go_log"
@@ -56,9 +95,10 @@ phase "import contracts";   lint-imports
 phase "generated CRDs";     kubetrain crds --check
 phase "pytest"
 set +e
-python -m pytest "$@"
+python -m pytest --durations=25 "$@"   # the 25 slowest, and the time by tier (tests/conftest.py)
 rc=$?
 set -e
 # pytest's 5 means "no tests collected": that is a failure here, never a pass.
+tail -n 1 "$import_log"
 phase "done: pytest exit $rc"
 exit $rc

@@ -4,13 +4,15 @@ It prints the `export KUBECONFIG=...` line to paste into another shell, then wai
 stops every component and removes the temporary directory. The same start-up as the pytest fixture.
 With `--real-node` (root; `bash hack/node.sh` first) the plane has a real node instead of kwok's fake ones
 (kubetrain.testing.node_plane): pods run in containers, from the images `--image` names (imported from
-podman's store).
+podman's store). `--real-node --import-only --image ...` only imports the images into the node's kept
+containerd root and exits.
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -18,6 +20,8 @@ from types import FrameType
 
 from kubetrain.testing.binaries import MissingBinariesError
 from kubetrain.testing.controlplane import ControlPlane
+from kubetrain.testing.node import preload_images
+from kubetrain.testing.node_binaries import NodeBinaries, containerd_root, node_dir
 from kubetrain.testing.node_plane import NodePlane
 
 __all__ = ["main"]
@@ -48,7 +52,27 @@ def _parser() -> argparse.ArgumentParser:
         metavar="IMAGE",
         help="with --real-node: import this image from podman into the node (repeatable)",
     )
+    parser.add_argument(
+        "--import-only",
+        action="store_true",
+        help="with --real-node: import the --image images (and the node's own stand-ins) into the node's "
+        "containerd, then exit without starting anything else (the test command runs this ahead of the "
+        "node tier)",
+    )
     return parser
+
+
+def _import_only(images: Sequence[str]) -> int:
+    began = time.monotonic()
+    try:
+        root = containerd_root(NodeBinaries(node_dir()))  # the binaries need not be built yet
+        imported = preload_images(images, containerd_root=root)
+    except (MissingBinariesError, RuntimeError, TimeoutError, OSError, subprocess.SubprocessError) as err:
+        print(f"importing into the real node's containerd failed: {err}", file=sys.stderr)
+        return 1
+    took = time.monotonic() - began
+    print(f"imported {', '.join(imported) or 'nothing (all there)'} in {took:.0f} s", flush=True)
+    return 0
 
 
 def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -73,6 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)
+    if args.import_only:
+        if not args.real_node:
+            print("error: --import-only goes with --real-node", file=sys.stderr)
+            return 2
+        return _import_only(args.image)
     plane = (
         NodePlane(images=args.image, start_timeout=args.start_timeout)
         if args.real_node

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from kubetrain.testing.binaries import MissingBinariesError, read_versions, repo_root
 
-__all__ = ["CNI_BIN_DIR", "NODE_COMPONENTS", "NodeBinaries", "find_node_binaries", "node_dir"]
+__all__ = [
+    "CNI_BIN_DIR", "NODE_COMPONENTS", "NodeBinaries", "containerd_root", "find_node_binaries", "node_dir"
+]  # fmt: skip
 
 NODE_COMPONENTS = ("kubelet", "kube-proxy", "coredns")
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "podman")
@@ -42,6 +44,12 @@ class NodeBinaries:
     @property
     def coredns(self) -> Path:
         return self.directory / "coredns"
+
+
+def containerd_root(bins: NodeBinaries) -> Path:
+    """The node's containerd root (its images), kept between runs beside the binaries' directories: an
+    image is imported once per build, whichever version of the binaries imports it."""
+    return bins.directory.parent / "containerd"
 
 
 def cache_key(root: Path) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "NodeLayout",
     "cni_conflist",
     "containerd_config",
+    "containerd_config_at",
     "corefile",
     "kube_proxy_config",
     "kubelet_config",
@@ -63,17 +64,25 @@ class NodeLayout:
 
 
 def containerd_config(layout: NodeLayout) -> str:
+    work, cni = layout.path("containerd"), layout.path("cni", "net.d")
+    return containerd_config_at(root=layout.containerd_root, workdir=work, cni_conf_dir=cni)
+
+
+def containerd_config_at(*, root: Path, workdir: Path, cni_conf_dir: Path) -> str:
+    """containerd's config with its image root `root`, and its state and socket (`containerd.sock`) in
+    `workdir`; `containerd_config` is this for a node."""
     cri = 'plugins."io.containerd.grpc.v1.cri"'
+    socket = workdir / "containerd.sock"
     return f"""version = 2
-root = "{layout.containerd_root}"
-state = "{layout.path("containerd", "state")}"
+root = "{root}"
+state = "{workdir / "state"}"
 disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs",
   "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
 [grpc]
-  address = "{layout.containerd_socket}"
+  address = "{socket}"
 [ttrpc]
-  address = "{layout.containerd_socket}.ttrpc"
+  address = "{socket}.ttrpc"
 [debug]
   address = ""
 [metrics]
@@ -93,7 +102,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   SystemdCgroup = false
 [{cri}.cni]
   bin_dir = "/usr/lib/cni"
-  conf_dir = "{layout.path("cni", "net.d")}"
+  conf_dir = "{cni_conf_dir}"
 """
 
 

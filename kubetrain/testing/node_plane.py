@@ -23,7 +23,7 @@ from kubetrain.testing import node_host as host
 from kubetrain.testing.binaries import Binaries
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.node import RealNode
-from kubetrain.testing.node_binaries import NodeBinaries, find_node_binaries
+from kubetrain.testing.node_binaries import NodeBinaries, containerd_root, find_node_binaries
 from kubetrain.testing.node_config import NodeLayout
 from kubetrain.testing.node_sweep import sweep
 from kubetrain.testing.process import free_port
@@ -83,7 +83,7 @@ class NodePlane(ControlPlane):
             name=NODE_NAME, workdir=work / "node", bridge=self._bridge, pod_cidr=str(cidr), gateway=gateway,
             service_cidr=SERVICE_CIDR, kubelet_port=free_port(), kubelet_healthz_port=free_port(),
             proxy_healthz_port=free_port(), proxy_metrics_port=free_port(), dns_ready_port=free_port(),
-            containerd_root=node_bins.directory.parent / "containerd",
+            containerd_root=containerd_root(node_bins),
         )  # fmt: skip
         self._node = RealNode(
             layout, bins=node_bins, admin_kubeconfig=self.kubeconfig, pki_dir=work / "pki", rest=self.rest,
