@@ -80,3 +80,16 @@ def test_the_quickstart_installs_only_the_project_and_torch() -> None:
     )
     others = {"tensorflow", "jax", "paddle", "xgboost", "mpi4py", "horovod", "tf_keras"}
     assert loaded & others == set(), "the quickstart's job needs only torch"
+
+
+def test_the_test_command_runs_every_tier_in_exactly_one_group() -> None:
+    """hack/test.sh runs the tiers as parallel pytest sessions (PYTEST_GROUPS): a tier left out of every group
+    would silently never run, one in two groups would run twice."""
+    script = (ROOT / "hack" / "test.sh").read_text()
+    block = re.search(r"^PYTEST_GROUPS=\(\n(.*?)^\)", script, flags=re.M | re.S)
+    assert block, "hack/test.sh must define PYTEST_GROUPS=( ... )"
+    grouped = [path for line in re.findall(r'"([^"]+)"', block.group(1)) for path in line.split()]
+    tiers = sorted(
+        f"tests/{d.name}" for d in (ROOT / "tests").iterdir() if d.is_dir() and any(d.rglob("test_*.py"))
+    )
+    assert sorted(grouped) == tiers, f"PYTEST_GROUPS {grouped} against the tiers {tiers}"
