@@ -10,7 +10,8 @@ before anything is written:
    belongs to the job in the URL: its job-name label and its controlling owner are the job (403). A pod of
    another job or namespace, a token of no pod and a forged or expired token are all refused;
 4. the job exists and has not finished (404, 409: reports for a finished job are refused);
-5. the body is a `trainerStatus` within the bounds of `kubetrain.api.TrainerStatus` (400).
+5. the body is a `trainerStatus` within the bounds of `kubetrain.api.TrainerStatus` (400), when the job's
+   next write is due (a report that comes earlier is kept as received, below).
 
 Accepted reports go to the `Coalescer` (202), which writes at most one status per job per interval; the
 answer's `Retry-After` says when the job's next write is due, and the pods' helper sends nothing before.
@@ -36,7 +37,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter
 
-from kubetrain.api import KINDS, JobStatus, KindInfo
+from kubetrain.api import KINDS, JobConditionType, JobStatus, KindInfo
 from kubetrain.common.job.labels import JOB_NAME_LABEL
 from kubetrain.common.job.status import is_finished
 from kubetrain.common.kube import objects
@@ -129,10 +130,8 @@ class StatusReports:
         assert job is not None  # _pod_of is False without a job
         if _finished(job):
             return Answer(HTTPStatus.CONFLICT, f"{info.kind} {namespace}/{name} has finished", "finished")
-        key, received = (
-            JobKey(info, namespace, name),
-            Received(body, datetime.now(UTC).replace(microsecond=0)),
-        )
+        key = JobKey(info, namespace, name)
+        received = Received(body, datetime.now(UTC).replace(microsecond=0))
         if self._coalescer.waiting(key):  # kept as received: parsed only if no newer report replaces it
             self._coalescer.offer(key, received)
             return self._accepted(key, "early")
@@ -171,6 +170,9 @@ def _target(path: str) -> tuple[KindInfo, str, str] | None:
     return None
 
 
+_FINAL = (JobConditionType.SUCCEEDED, JobConditionType.FAILED)
+
+
 def _finished(job: Obj) -> bool:
     """Whether the job has a true Succeeded or Failed condition (what `is_finished` reads, without
     validating the whole status on every report)."""
@@ -179,4 +181,4 @@ def _finished(job: Obj) -> bool:
 
 
 def _final(condition: object) -> bool:
-    return isinstance(condition, dict) and condition.get("type") in ("Succeeded", "Failed")
+    return isinstance(condition, dict) and condition.get("type") in _FINAL
