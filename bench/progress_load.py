@@ -9,13 +9,15 @@ Each run starts a fresh control plane with kwok nodes and `kubetrain operator` w
 on loopback (`--progress-bind-address`, the default `--progress-interval` of 10 s), as the shipped Deployment
 runs it. It submits N PyTorchJobs of one Master each, whose pods kwok keeps Running, and waits until all
 run. Then, in the `reports` mode only, every job's pod reports every P seconds (first reports spread over
-the first P seconds): a TokenRequest token bound to that pod with the operator's audience, a new TLS
-connection per report verified with the CA the operator published, as the pods' helper does
-(`kubetrain.runtimes.progress`). Over the next `--window` seconds it measures the operator's CPU (its
-process tree's utime+stime), the status writes (`kubetrain_progress_status_writes_total{result="written"}`)
-and the answers. Then it submits E more jobs and times until all their pods are Running: the operator's own
-work while reports flow. The `quiet` mode does the same with no reports; both modes run in each round, one
-after the other, so each ratio compares runs of the same invocation.
+the first P seconds) through the pods' own helper (`kubetrain.runtimes.progress`: a `Reporter` and its
+`HttpSender` per pod, each with a thread and one kept-open TLS connection verified with the CA the
+operator published, honouring the endpoint's `Retry-After`), with a TokenRequest token bound to that pod
+with the operator's audience, read from a file as in a pod. Over the next `--window` seconds it measures
+the operator's CPU (its process tree's utime+stime), the status writes
+(`kubetrain_progress_status_writes_total{result="written"}`), the answers and the connections the pods
+opened. Then it submits E more jobs and times until all their pods are Running: the operator's own work
+while reports flow. The `quiet` mode does the same with no reports; both modes run in each round, one after
+the other, so each ratio compares runs of the same invocation.
 
 Everything talks to loopback only. Figures depend on the machine's load: run it on a quiet machine, and
 note what else ran.
@@ -27,19 +29,19 @@ import argparse
 import asyncio
 import random
 import resource
-import ssl
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from opbench.procstat import sample_tree
 
-from kubetrain.runtimes.contract.progress import report_body
+from kubetrain.runtimes.progress import HttpSender, Refused, Reporter
 from kubetrain.testing import ControlPlane, FakeNode
 from kubetrain.testing.kwok import Outcome, outcome_annotations
 from kubetrain.testing.operator_process import OperatorProcess
@@ -65,6 +67,7 @@ class Result:
     extra_pods_seconds: float
     p50_ms: float
     p99_ms: float
+    connections: int
 
 
 def job(name: str) -> dict[str, Any]:
@@ -123,39 +126,61 @@ def token(plane: ControlPlane, pod: dict[str, Any]) -> str:
 
 
 class Reporters:
-    """One reporting loop per job: a report every `every` seconds, each on a new TLS connection."""
+    """One pod per job, reporting as a training pod does: the helper's `Reporter` and `HttpSender` (one
+    kept connection, `Retry-After` honoured), given a new report every `every` seconds."""
 
-    def __init__(self, url: str, ca_pem: str, tokens: dict[str, str], every: float) -> None:
-        self._url, self._tokens, self._every = url, tokens, every
-        self._ssl = ssl.create_default_context(cadata=ca_pem)
+    def __init__(self, url: str, ca_path: Path, token_paths: dict[str, Path], every: float) -> None:
+        self._every = every
+        self._lock = threading.Lock()
         self.answers: dict[int, int] = {}
         self.failed = 0
         self.latencies: list[float] = []
+        self.senders = {
+            name: HttpSender(
+                f"{url}/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs/{name}/status",
+                ca_cert=str(ca_path),
+                token_path=str(path),
+            )
+            for name, path in token_paths.items()
+        }
+
+    def _timed(self, sender: HttpSender) -> Callable[[bytes], float | None]:
+        def send(body: bytes) -> float | None:
+            sent, status = time.monotonic(), 202
+            try:
+                return sender(body)
+            except Refused as refused:
+                status = refused.status
+                raise
+            except Exception:
+                status = 0
+                raise
+            finally:
+                with self._lock:
+                    if status:
+                        self.answers[status] = self.answers.get(status, 0) + 1
+                        self.latencies.append(time.monotonic() - sent)
+                    else:
+                        self.failed += 1
+
+        return send
 
     async def run(self, seconds: float) -> None:
-        connector = aiohttp.TCPConnector(ssl=self._ssl, force_close=True, limit=200)
-        timeout = aiohttp.ClientTimeout(total=5.0)  # as the pods' helper: a late report is dropped
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-            end = time.monotonic() + seconds
-            await asyncio.gather(*(self._one(session, name, tok, end) for name, tok in self._tokens.items()))
+        end = time.monotonic() + seconds
+        pods = [Reporter(self._timed(sender)) for sender in self.senders.values()]
+        await asyncio.gather(*(self._one(pod, end) for pod in pods))
 
-    async def _one(self, session: aiohttp.ClientSession, name: str, tok: str, end: float) -> None:
-        url = f"{self._url}/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs/{name}/status"
-        headers = {"Authorization": f"Bearer {tok}", "Content-Type": "application/json"}
+    async def _one(self, pod: Reporter, end: float) -> None:
         step, due = 0, time.monotonic() + random.uniform(0, self._every)
         while due < end:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             step += 1
-            body = report_body(percent=step % 100, remaining=600.0 - step, metrics={"loss": 1.0 / step})
-            sent = time.monotonic()
-            try:
-                async with session.post(url, data=body, headers=headers) as answer:
-                    await answer.read()
-                    self.answers[answer.status] = self.answers.get(answer.status, 0) + 1
-                    self.latencies.append(time.monotonic() - sent)
-            except (aiohttp.ClientError, TimeoutError):
-                self.failed += 1
+            pod.report(step=step % 100, total=100, loss=1.0 / step)
             due += self._every
+
+    @property
+    def connections(self) -> int:
+        return sum(sender.connections for sender in self.senders.values())
 
 
 def one_run(args: argparse.Namespace, *, reports: bool) -> Result:
@@ -175,8 +200,12 @@ def one_run(args: argparse.Namespace, *, reports: bool) -> Result:
             pods = running_pods(plane)
             status, ca = plane.rest.get(f"/api/v1/namespaces/{NAMESPACE}/configmaps/kubetrain-progress-ca")
             assert status == 200, ca
-            tokens = {name: token(plane, pods[name]) for name in names} if reports else {}
-            reporters = Reporters(f"https://127.0.0.1:{port}", ca["data"]["ca.crt"], tokens, args.every)
+            ca_path = Path(tmp) / "ca.crt"
+            ca_path.write_text(ca["data"]["ca.crt"])
+            tokens = {name: Path(tmp) / f"{name}.token" for name in names} if reports else {}
+            for name, path in tokens.items():
+                path.write_text(token(plane, pods[name]))
+            reporters = Reporters(f"https://127.0.0.1:{port}", ca_path, tokens, args.every)
             return asyncio.run(_measure(args, plane, op, reporters, reports=reports))
 
 
@@ -198,7 +227,7 @@ async def _measure(
     extra_seconds = time.monotonic() - began_extra
     if load is not None:
         load.cancel()
-    accepted = int(op.sample(REQUESTS, result="accepted"))
+    accepted = int(op.sample(REQUESTS, result="accepted") + op.sample(REQUESTS, result="early"))
     refused = sum(n for code, n in reporters.answers.items() if code != 202)
     return Result(
         mode="reports" if reports else "quiet",
@@ -211,6 +240,7 @@ async def _measure(
         extra_pods_seconds=extra_seconds,
         p50_ms=_quantile(reporters.latencies, 0.5) * 1000,
         p99_ms=_quantile(reporters.latencies, 0.99) * 1000,
+        connections=reporters.connections,
     )
 
 
@@ -229,8 +259,9 @@ def table(args: argparse.Namespace, results: list[tuple[Result, Result]]) -> str
         f"none (quiet); window {args.window:g} s; then {args.extra} new jobs' pods timed",
         "",
         "| round | mode | operator CPU % | status writes / job / min | answers 202 (other, failed) "
-        "| answer p50 / p99 ms | load generator CPU % | new jobs' pods Running, s | ratio to quiet |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| answer p50 / p99 ms | connections | load generator CPU % | new jobs' pods Running, s "
+        "| ratio to quiet |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, (quiet, loud) in enumerate(results, 1):
         for r in (quiet, loud):
@@ -238,6 +269,7 @@ def table(args: argparse.Namespace, results: list[tuple[Result, Result]]) -> str
             lines.append(
                 f"| {n} | {r.mode} | {r.cpu_percent:.1f} | {r.writes_per_job_minute:.2f} | "
                 f"{r.accepted} ({r.refused}, {r.failed}) | {r.p50_ms:.0f} / {r.p99_ms:.0f} | "
+                f"{r.connections} | "
                 f"{r.client_cpu_percent:.1f} | "
                 f"{r.extra_pods_seconds:.1f} | {ratio:.2f} |"
             )

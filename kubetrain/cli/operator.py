@@ -288,7 +288,25 @@ def _endpoint_flags(group: argparse._ArgumentGroup) -> None:
         type=float,
         default=DEFAULTS.progress_interval,
         metavar="SECONDS",
-        help="at most one status write of progress per job per interval (default: %(default)g)",
+        help="at most one status write of progress per job per interval; longer when more than 15 jobs "
+        "a second would be written (500 jobs: 33 s), and pods are told when to report next "
+        "(default: %(default)g)",
+    )
+    group.add_argument(
+        "--progress-max-connections",
+        type=int,
+        default=DEFAULTS.progress_max_connections,
+        metavar="N",
+        help="connections the endpoint serves at once; each reporting pod keeps one open, so set it above "
+        "the number of reporting pods (default: %(default)d)",
+    )
+    group.add_argument(
+        "--progress-idle-timeout",
+        type=float,
+        default=DEFAULTS.progress_idle_timeout,
+        metavar="SECONDS",
+        help="a pod's kept connection is closed after this long without a report; longer than the "
+        "write interval (default: %(default)g)",
     )
 
 

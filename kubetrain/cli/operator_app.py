@@ -161,6 +161,8 @@ def _progress_config(options: OperatorOptions) -> ProgressConfig | None:
         url=progress.url,
         audience=progress.audience,
         interval=progress.interval,
+        max_connections=progress.max_connections,
+        idle_timeout=progress.idle_timeout,
         hosts=progress.hosts,
     )
 

@@ -94,6 +94,8 @@ class _FlagDefaults:
     progress_address: str = "0"
     progress_audience: str = "kubetrain-progress"
     progress_interval: float = 10.0
+    progress_max_connections: int = 1024
+    progress_idle_timeout: float = 120.0
 
 
 DEFAULTS = _FlagDefaults()
@@ -328,6 +330,8 @@ def _progress(args: argparse.Namespace, env: dict[str, str]) -> ProgressOptions 
             url=args.progress_url,
             audience=args.progress_audience,
             interval=args.progress_interval,
+            max_connections=args.progress_max_connections,
+            idle_timeout=args.progress_idle_timeout,
             namespace=env.get("POD_NAMESPACE") or _in_cluster_namespace(),
             domain=args.cluster_domain.strip().rstrip("."),
         )

@@ -28,15 +28,32 @@ class ProgressOptions:
     interval: float
     hosts: tuple[str, ...]
     """The serving certificate's names: the URL's host, then the Service's DNS names."""
+    max_connections: int = 1024
+    idle_timeout: float = 120.0
 
 
 def progress_options(
-    address: tuple[str, int], *, url: str | None, audience: str, interval: float, namespace: str, domain: str
+    address: tuple[str, int],
+    *,
+    url: str | None,
+    audience: str,
+    interval: float,
+    namespace: str,
+    domain: str,
+    max_connections: int = 1024,
+    idle_timeout: float = 120.0,
 ) -> ProgressOptions:
     """The options for an endpoint bound to `address` in an operator of `namespace` ("" outside a
     cluster); ValueError names the flag at fault."""
     if not 0 < interval <= 3600:
         raise ValueError(f"--progress-interval={interval:g}: write seconds from 1 to 3600")
+    if not 1 <= max_connections <= 65536:
+        raise ValueError(
+            f"--progress-max-connections={max_connections}: write a number from 1 to 65536, above the "
+            "number of pods that report"
+        )
+    if not 0 < idle_timeout <= 3600:
+        raise ValueError(f"--progress-idle-timeout={idle_timeout:g}: write seconds from 1 to 3600")
     if not audience.strip():
         raise ValueError("--progress-audience is empty: name the audience of the pods' tokens")
     url = _url(url, namespace, address[1])
@@ -46,6 +63,8 @@ def progress_options(
         url=url,
         audience=audience.strip(),
         interval=float(interval),
+        max_connections=max_connections,
+        idle_timeout=float(idle_timeout),
         hosts=tuple(dict.fromkeys((hostname, *_service_names(namespace, domain)))),
     )
 

@@ -51,6 +51,9 @@ _LEADER_QPS, _LEADER_BURST = 5.0, 10
 """The leader-election client's own limiter: a renewal every retry period needs little."""
 _PROGRESS_QPS, _PROGRESS_BURST = 20.0, 40
 """The progress endpoint's writes: coalesced status writes (one per job per interval), the CA ConfigMaps."""
+_PROGRESS_WRITES = 0.75 * _PROGRESS_QPS
+"""The status writes' share of that budget (the rest: the CA ConfigMaps): with more than 150 reporting
+jobs per 10 s interval, the interval grows (500 jobs: 33 s), so the writes never queue."""
 _REVIEW_QPS, _REVIEW_BURST = 20.0, 40
 """The progress endpoint's TokenReviews (cached a minute per token), with a limit apart from the writes: a
 pod's report is answered once its token is reviewed, so reviews must never queue behind the writes of 500
@@ -233,6 +236,7 @@ class Operator:
             self.config.progress,
             registry=manager.registry,
             reviews=clients.reviews,
+            writes_per_second=_PROGRESS_WRITES,
         )
         manager.add_runnable(service.run)
         return service

@@ -101,9 +101,10 @@ def test_the_operator_serves_progress_over_tls_and_injects_new_pods(
         assert _progress(plane, namespace, op)["progressPercentage"] == 42, "a job's first report: at once"
         status = _progress(plane, namespace, op)
         assert status["metrics"] == METRICS and "lastUpdatedTime" in status
-        assert _post(port, ca, path, token, percent=90) == 202  # waits out the 600 s interval
+        assert _post(port, ca, path, token, percent=90) == 202  # waits out the 600 s interval, unparsed
         metrics = op.metrics()
-        assert 'kubetrain_progress_requests_total{result="accepted"} 2.0' in metrics
+        assert 'kubetrain_progress_requests_total{result="accepted"} 1.0' in metrics
+        assert 'kubetrain_progress_requests_total{result="early"} 1.0' in metrics
         assert _progress(plane, namespace, op)["progressPercentage"] == 42
         plane.finish_pod(namespace, "mnist-master-0", Outcome.SUCCEEDED)
         _eventually(

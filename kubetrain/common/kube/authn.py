@@ -202,6 +202,12 @@ class TokenAuthenticator:
         self._cache: _TtlCache[bytes, Identity | bool] = _TtlCache(self._clock, size)
         self._reviewing: dict[bytes, asyncio.Task[Identity | None]] = {}
 
+    def peek(self, token: str) -> Identity | None:
+        """The cached Identity of a token accepted within the ttl (and before its `exp`), without asking
+        the API server; None when none is cached (never reviewed lately, or refused)."""
+        cached = self._cache.get(hashlib.sha256(token.encode()).digest())
+        return cached if isinstance(cached, Identity) else None
+
     async def authenticate(self, token: str) -> Identity | None:
         key = hashlib.sha256(token.encode()).digest()
         cached = self._cache.get(key)

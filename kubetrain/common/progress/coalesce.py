@@ -2,11 +2,22 @@
 
 Pods may report every second, and a 500-job cluster with several reporting ranks per job would otherwise
 write thousands of statuses a minute. The `Coalescer` keeps only each job's latest accepted report and
-writes it at most once per `interval` (10 s by default: `--progress-interval`), as a JSON merge patch of
-`status.trainerStatus` alone, so it never touches the conditions the reconciles write. A job's first
-report is written at once; a report that arrives within the interval replaces the one waiting (counted in
-`kubetrain_progress_coalesced_total`) and is written when the interval is over. A report waiting when its
-job finishes is still written: the last report before the end always lands.
+writes it at most once per interval, as a JSON merge patch of `status.trainerStatus` alone, so it never
+touches the conditions the reconciles write. A job's first report is written at once; a report that arrives
+within the interval replaces the one waiting (counted in `kubetrain_progress_coalesced_total`) and is
+written when the interval is over. A report waiting when its job finishes is still written: the last report
+before the end always lands.
+
+The interval is `interval` (10 s by default: `--progress-interval`) while few jobs report, and grows with
+their number so that the writes stay within `writes_per_second` (a share of the writes' client budget): N
+reporting jobs are written every max(interval, N / writes_per_second) seconds (500 jobs at 15 writes a
+second: every 33 s). `retry_after(key)` says when a job's next write is due, which the endpoint tells the
+pod, so that pods send about one report per write.
+
+A report that arrives before its job's next write is due may be kept as received (`Received`, the body not
+yet parsed): it is parsed when it is written, and dropped then if it is not a `trainerStatus` within
+bounds (counted as `kubetrain_progress_status_writes_total{result="invalid"}`). Most such reports are
+replaced unread by a newer one.
 
 The writes go through an `ApiClient` of their own (the caller gives it a rate limit of its own, as the
 Events' client has), so a flood of progress never delays a reconcile's writes. A write that fails is
@@ -17,11 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from pydantic import ValidationError
 
 from kubetrain.api import KindInfo, TrainerStatus
 from kubetrain.common.clock import Clock, SystemClock
@@ -29,9 +44,12 @@ from kubetrain.common.errors import ApiError
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import Resource
 
-__all__ = ["Coalescer", "JobKey", "ProgressGauges"]
+__all__ = ["Coalescer", "JobKey", "ProgressGauges", "Received", "parse_report"]
 
 log = logging.getLogger(__name__)
+
+QUIET = 3
+"""Intervals without a write after which a job no longer counts as reporting."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +61,26 @@ class JobKey:
     @property
     def resource(self) -> Resource:
         return Resource(self.info.group, self.info.version, self.info.plural, self.info.kind)
+
+
+@dataclass(frozen=True)
+class Received:
+    """A report's body as it arrived at `at`, not yet parsed."""
+
+    body: bytes
+    at: datetime
+
+
+def parse_report(received: Received) -> TrainerStatus | None:
+    """The `trainerStatus` of a body `{"trainerStatus": {...}}` within bounds, stamped with its arrival;
+    None for anything else."""
+    try:
+        document: Any = json.loads(received.body)
+        report = dict(document["trainerStatus"])
+        report["lastUpdatedTime"] = received.at
+        return TrainerStatus.model_validate(report)
+    except (ValueError, KeyError, TypeError, ValidationError):
+        return None
 
 
 class ProgressGauges:
@@ -90,19 +128,22 @@ def _number(value: str) -> float | None:
 
 
 class Coalescer:
-    """Latest report per job; `run()` writes them, each job at most once per `interval` seconds."""
+    """Latest report per job; `run()` writes them, each job at most once per `interval()` seconds."""
 
     def __init__(
         self,
         api: ApiClient,
         *,
         interval: float = 10.0,
+        writes_per_second: float | None = None,
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self._api, self._interval, self._clock = api, interval, clock or SystemClock()
-        self._pending: dict[JobKey, TrainerStatus] = {}
+        self._rate = writes_per_second
+        self._pending: dict[JobKey, TrainerStatus | Received] = {}
         self._written_at: dict[JobKey, float] = {}
+        self._pruned_at = -math.inf
         self._wake = asyncio.Event()
         self._coalesced = Counter(
             "kubetrain_progress_coalesced",
@@ -117,7 +158,25 @@ class Coalescer:
             registry=registry,
         )
 
-    def offer(self, key: JobKey, status: TrainerStatus) -> None:
+    def interval(self) -> float:
+        """Seconds between two writes of one job: `interval`, or longer when so many jobs report that
+        their writes would exceed `writes_per_second`."""
+        if self._rate is None:
+            return self._interval
+        return max(self._interval, len(self._written_at) / self._rate)
+
+    def retry_after(self, key: JobKey) -> float:
+        """Seconds until the job's next write is due (a full interval when one is due now: it is written
+        at once, and the next waits an interval)."""
+        interval = self.interval()
+        left = self._written_at.get(key, -math.inf) + interval - self._clock.monotonic()
+        return left if left > 0 else interval
+
+    def waiting(self, key: JobKey) -> bool:
+        """Whether the job's next write is not due yet (a report now would wait, or be replaced)."""
+        return self._written_at.get(key, -math.inf) + self.interval() > self._clock.monotonic()
+
+    def offer(self, key: JobKey, status: TrainerStatus | Received) -> None:
         """Keep `status` as the job's latest report (replacing one still waiting)."""
         if key in self._pending:
             self._coalesced.inc()
@@ -138,11 +197,11 @@ class Coalescer:
 
     def due(self) -> tuple[list[JobKey], float | None]:
         """The jobs whose report may be written now, and the seconds until the next one may."""
-        now = self._clock.monotonic()
+        now, interval = self._clock.monotonic(), self.interval()
         ready: list[JobKey] = []
         wait: float | None = None
         for key in self._pending:
-            left = self._written_at.get(key, -self._interval) + self._interval - now
+            left = self._written_at.get(key, -math.inf) + interval - now
             if left <= 0:
                 ready.append(key)
             else:
@@ -151,12 +210,35 @@ class Coalescer:
 
     async def write_due(self) -> float | None:
         """Write every report that is due; returns the seconds until the next one is."""
+        self._forget_quiet()
         ready, wait = self.due()
         for key in ready:
-            status = self._pending.pop(key)
-            self._written_at[key] = self._clock.monotonic()
-            await self._write(key, status)
+            status = self._parsed(key, self._pending.pop(key))
+            if status is not None:
+                self._written_at[key] = self._clock.monotonic()
+                await self._write(key, status)
         return wait
+
+    def _forget_quiet(self) -> None:
+        """Drop the write times of jobs not written for `QUIET` intervals (finished, or no longer reporting):
+        they no longer count as reporting jobs, and a report from one is written at once again."""
+        now = self._clock.monotonic()
+        if now < self._pruned_at + self._interval:
+            return
+        self._pruned_at = now
+        horizon = now - QUIET * self.interval()
+        for key in [k for k, at in self._written_at.items() if at < horizon and k not in self._pending]:
+            del self._written_at[key]
+
+    def _parsed(self, key: JobKey, report: TrainerStatus | Received) -> TrainerStatus | None:
+        """The report, parsed if it was kept as received; None (counted) when it is not valid."""
+        status = parse_report(report) if isinstance(report, Received) else report
+        if status is None:
+            self._writes.labels("invalid").inc()
+            log.info(
+                "progress of %s %s/%s dropped: not a trainerStatus", key.info.kind, key.namespace, key.name
+            )
+        return status
 
     async def _write(self, key: JobKey, status: TrainerStatus) -> None:
         patch = {"status": {"trainerStatus": status.to_wire()}}

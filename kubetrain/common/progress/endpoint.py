@@ -10,10 +10,19 @@ before anything is written:
    belongs to the job in the URL: its job-name label and its controlling owner are the job (403). A pod of
    another job or namespace, a token of no pod and a forged or expired token are all refused;
 4. the job exists and has not finished (404, 409: reports for a finished job are refused);
-5. the body is a `trainerStatus` within the bounds of `kubetrain.api.TrainerStatus` (400).
+5. the body is a `trainerStatus` within the bounds of `kubetrain.api.TrainerStatus` (400), when the job's
+   next write is due (a report that comes earlier is kept as received, below).
 
-Accepted reports go to the `Coalescer` (202), which writes at most one status per job per interval. Each
-answer is counted in `kubetrain_progress_requests_total{result}`.
+Accepted reports go to the `Coalescer` (202), which writes at most one status per job per interval; the
+answer's `Retry-After` says when the job's next write is due, and the pods' helper sends nothing before.
+
+A report is cheap once its token has been reviewed: a token the authenticator reviewed recently is taken
+from its cache (`peek`, no TokenReview, no wait), the pod and job checks read informer caches, and a report
+that arrives before its job's next write is due is kept unparsed (`Received`: parsed when written, and
+dropped then if invalid; counted as `early`). So a pod that reports faster than asked, or a flood with a
+valid token, costs a TLS record, an HTTP parse and a few lookups per request: no TokenReview, no JSON, and
+no status write beyond the one per interval. Each answer is counted in
+`kubetrain_progress_requests_total{result}`.
 """
 
 from __future__ import annotations
@@ -24,18 +33,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
-from typing import Any, Protocol
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter
-from pydantic import ValidationError
 
-from kubetrain.api import KINDS, JobStatus, KindInfo, TrainerStatus
+from kubetrain.api import KINDS, JobConditionType, JobStatus, KindInfo
 from kubetrain.common.job.labels import JOB_NAME_LABEL
 from kubetrain.common.job.status import is_finished
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.authn import Identity, bearer_token
 from kubetrain.common.kube.resources import Obj
-from kubetrain.common.progress.coalesce import Coalescer, JobKey
+from kubetrain.common.progress.coalesce import Coalescer, JobKey, Received, parse_report
 from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES
 
 __all__ = ["Answer", "Authenticator", "StatusReports"]
@@ -51,6 +59,11 @@ class Authenticator(Protocol):
 
     async def authenticate(self, token: str) -> Identity | None: ...
 
+    def peek(self, token: str) -> Identity | None:
+        """The cached answer for a token accepted recently, without asking the API server (None when
+        there is none: not reviewed lately, or refused)."""
+        ...
+
 
 Lookup = Callable[[str, str], Obj | None]
 """(namespace, name) -> the cached object, or None."""
@@ -62,6 +75,8 @@ class Answer:
     message: str
     result: str
     """The `result` label it is counted under: accepted, not_found, too_large, unauthenticated, ..."""
+    retry_after: float | None = None
+    """Seconds the pod should wait before its next report (the `Retry-After` header)."""
 
     def body(self) -> bytes:
         return json.dumps({"message": self.message}).encode()
@@ -100,7 +115,9 @@ class StatusReports:
             return Answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"at most {MAX_BODY_BYTES} bytes", "too_large")
         info, namespace, name = target
         token = bearer_token(authorization)
-        identity = await self._authn.authenticate(token) if token else None
+        identity = None
+        if token:
+            identity = self._authn.peek(token) or await self._authn.authenticate(token)
         if identity is None:
             return Answer(
                 HTTPStatus.UNAUTHORIZED, "a valid token with the operator's audience", "unauthenticated"
@@ -111,15 +128,24 @@ class StatusReports:
                 HTTPStatus.FORBIDDEN, f"the token's pod is not a pod of {info.kind} {name}", "forbidden"
             )
         assert job is not None  # _pod_of is False without a job
-        if is_finished(JobStatus.model_validate(job.get("status") or {})):
+        if _finished(job):
             return Answer(HTTPStatus.CONFLICT, f"{info.kind} {namespace}/{name} has finished", "finished")
-        status = _parse(body)
+        key = JobKey(info, namespace, name)
+        received = Received(body, datetime.now(UTC).replace(microsecond=0))
+        if self._coalescer.waiting(key):  # kept as received: parsed only if no newer report replaces it
+            self._coalescer.offer(key, received)
+            return self._accepted(key, "early")
+        status = parse_report(received)
         if status is None:
             return Answer(
                 HTTPStatus.BAD_REQUEST, 'the body must be {"trainerStatus": {...}} in bounds', "invalid"
             )
-        self._coalescer.offer(JobKey(info, namespace, name), status)
-        return Answer(HTTPStatus.ACCEPTED, "accepted", "accepted")
+        self._coalescer.offer(key, status)
+        return self._accepted(key, "accepted")
+
+    def _accepted(self, key: JobKey, result: str) -> Answer:
+        wait = self._coalescer.retry_after(key)
+        return Answer(HTTPStatus.ACCEPTED, f"accepted; the next is written in {wait:.0f} s", result, wait)
 
     def _pod_of(self, identity: Identity, job: Obj | None, namespace: str, name: str) -> bool:
         """The token's pod is in the job's namespace, labelled with the job's name and controlled by it."""
@@ -144,11 +170,15 @@ def _target(path: str) -> tuple[KindInfo, str, str] | None:
     return None
 
 
-def _parse(body: bytes) -> TrainerStatus | None:
-    try:
-        document: Any = json.loads(body)
-        report = dict(document["trainerStatus"])
-        report["lastUpdatedTime"] = datetime.now(UTC).replace(microsecond=0)
-        return TrainerStatus.model_validate(report)
-    except (ValueError, KeyError, TypeError, ValidationError):
-        return None
+_FINAL = (JobConditionType.SUCCEEDED, JobConditionType.FAILED)
+
+
+def _finished(job: Obj) -> bool:
+    """Whether the job has a true Succeeded or Failed condition (what `is_finished` reads, without
+    validating the whole status on every report)."""
+    conditions = (job.get("status") or {}).get("conditions") or ()
+    return is_finished(JobStatus.model_validate({"conditions": [c for c in conditions if _final(c)]}))
+
+
+def _final(condition: object) -> bool:
+    return isinstance(condition, dict) and condition.get("type") in _FINAL

@@ -4,16 +4,20 @@ The protocol is h11's (as the health server's, `kubetrain.common.httpserver`). B
 make the operator hold more than a little memory or time:
 - a request head of at most 16 KiB (431), a body of at most `MAX_BODY_BYTES` (413, known from
   Content-Length before any of it is read; a chunked body is cut off there too);
-- `timeout` seconds for each request, idle time before it included;
+- `timeout` seconds for each request (a new connection's first request: from the connection on);
+- a connection kept open between requests (the pods' helper sends each report on the same one, so a report
+  costs no TLS handshake) is closed after `idle_timeout` seconds without a request: longer than the
+  write interval a job is asked to report at, so a pod reporting steadily keeps its connection;
 - at most `max_connections` at once: one past the cap is closed at once, unanswered.
-Only POST is served (405). The TLS context is the caller's: the operator's own serving certificate.
+Only POST is served (405). The TLS context is the caller's: the operator's own serving certificate. An
+answer with `retry_after` carries a `Retry-After` header (whole seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import math
 import ssl
 from http import HTTPStatus
 from urllib.parse import urlsplit
@@ -45,11 +49,14 @@ class ProgressServer:
         *,
         ssl_context: ssl.SSLContext | None,
         timeout: float = 10.0,
-        max_connections: int = 256,
+        idle_timeout: float = 120.0,
+        max_connections: int = 1024,
     ) -> None:
         self._reports, self._ssl, self._timeout = reports, ssl_context, timeout
+        self._idle = idle_timeout
         self._max = max_connections
-        self._open = 0
+        self._open: dict[asyncio.StreamWriter, asyncio.Task[None] | None] = {}
+        """The connections served, and their handlers (closed by `stop`: kept ones would wait for long)."""
         self._server: asyncio.Server | None = None
 
     @property
@@ -61,26 +68,49 @@ class ProgressServer:
         self._server = await asyncio.start_server(self._serve, host, port, ssl=self._ssl)
 
     async def stop(self) -> None:
+        """Stop listening and close every connection (their handlers end at once, not cancelled)."""
         if self._server is not None:
             self._server.close()
+            for writer in list(self._open):
+                writer.transport.abort()  # no TLS goodbye: an idle client would not answer it
+            handlers = [task for task in self._open.values() if task is not None]
+            if handlers:
+                await asyncio.wait(handlers, timeout=self._timeout)
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= self._max:
+        if len(self._open) >= self._max:
             writer.close()
             return
-        self._open += 1
+        self._open[writer] = asyncio.current_task()
         try:
             conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
             while await self._exchange(conn, reader, writer):
                 conn.start_next_cycle()
+                if not await self._next_request(conn, reader):
+                    break
         except (ConnectionError, TimeoutError, h11.ProtocolError, ssl.SSLError):
             pass
         finally:
-            self._open -= 1
+            del self._open[writer]
             writer.close()
-            with contextlib.suppress(ConnectionError, ssl.SSLError, TimeoutError):
-                await writer.wait_closed()
+            try:  # a TLS close waits for the peer's answer, which an idle client may never send
+                async with asyncio.timeout(1.0):
+                    await writer.wait_closed()
+            except (ConnectionError, ssl.SSLError, TimeoutError):
+                writer.transport.abort()
+
+    async def _next_request(self, conn: h11.Connection, reader: asyncio.StreamReader) -> bool:
+        """Wait up to `idle_timeout` for the next request's first bytes; False when none came."""
+        if conn.trailing_data[0]:
+            return True  # already received (pipelined)
+        try:
+            async with asyncio.timeout(self._idle):
+                data = await reader.read(65536)
+        except TimeoutError:
+            return False
+        conn.receive_data(data)
+        return bool(data)
 
     async def _exchange(
         self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -141,6 +171,8 @@ async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, answer: Answ
         ("Content-Length", str(len(payload))),
         ("Connection", "close" if close else "keep-alive"),
     ]
+    if answer.retry_after is not None:
+        headers.append(("Retry-After", str(max(1, math.ceil(answer.retry_after)))))
     data = conn.send(
         h11.Response(status_code=answer.status.value, headers=headers, reason=answer.status.phrase)
     )

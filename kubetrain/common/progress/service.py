@@ -7,6 +7,8 @@ client with a rate limit of its own (so a flood of reports never delays a reconc
 jobs: a new job's namespace gets the CA ConfigMap, a job that finishes has its waiting report written at
 once, a deleted job's report and gauges are dropped. `injection` is what the controllers give new pods.
 `reviews` (default: `api`) sends the TokenReviews, so that answering a report never waits behind writes.
+`writes_per_second` (default: no limit) is the share of `api`'s budget the status writes may take: more
+reporting jobs than that many per interval lengthen the interval (`Coalescer.interval`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ class ProgressConfig:
     interval: float
     hosts: tuple[str, ...]
     """The certificate's names (the Service's DNS names, the URL's host)."""
+    max_connections: int = 1024
+    """Connections served at once (each reporting pod keeps one open)."""
+    idle_timeout: float = 120.0
+    """Seconds a kept connection may wait for its next report."""
 
 
 class ProgressService:
@@ -64,10 +70,17 @@ class ProgressService:
         *,
         registry: CollectorRegistry | None = None,
         reviews: ApiClient | None = None,
+        writes_per_second: float | None = None,
     ) -> None:
         self._config, self._clock = config, manager.clock
         self.injection = ProgressInjection(base_url=config.url, audience=config.audience)
-        self.coalescer = Coalescer(api, interval=config.interval, clock=manager.clock, registry=registry)
+        self.coalescer = Coalescer(
+            api,
+            interval=config.interval,
+            writes_per_second=writes_per_second,
+            clock=manager.clock,
+            registry=registry,
+        )
         jobs = {info: manager.informer(_resource(info)) for info in kinds}
         pods = [
             manager.informer(PODS, label_selector={OPERATOR_NAME_LABEL: i.operator_name}).store for i in kinds
@@ -81,7 +94,12 @@ class ProgressService:
         )
         self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.publisher = CaPublisher(api, b"", name=self.injection.ca_config_map)
-        self.server = ProgressServer(reports, ssl_context=self._context)
+        self.server = ProgressServer(
+            reports,
+            ssl_context=self._context,
+            idle_timeout=config.idle_timeout,
+            max_connections=config.max_connections,
+        )
         self._namespaces: asyncio.Queue[str] = asyncio.Queue()
         for info, informer in jobs.items():
             informer.add_handler(_JobEvents(self, info))

@@ -13,10 +13,15 @@ What the training loop may rely on:
 - `report` never raises and never blocks: it computes the percentage and the ETA (from the step rate seen
   so far), encodes the body and leaves it in a one-report slot; a background thread sends it. A newer
   report replaces one not yet sent (the receiver keeps only the latest anyway).
-- At most one request per `min_interval` seconds leaves the process, each with a short timeout. When the
-  endpoint cannot be reached, reports are dropped (counted in `dropped`), and the sender waits
-  `retry_after` seconds before it tries again.
-- At exit (or `flush()`), the last report is sent if it can be within a second, so the final metrics land.
+- At most one request per `min_interval` seconds leaves the process, each with a short timeout, and none
+  before the `Retry-After` the endpoint answered (the operator asks each job for one report per write
+  interval; a report made meanwhile waits in the slot, newer ones replacing it). When the endpoint cannot be
+  reached, reports are dropped (counted in `dropped`), and the sender waits `retry_after` seconds before it
+  tries again.
+- The requests share one kept-open connection (one TLS handshake, not one per report); a connection the
+  endpoint closed while idle is opened again and the report sent once more on it.
+- At exit (or `flush()`), the last report is sent if it can be within a second, whatever `Retry-After`
+  said, so the final metrics land.
 
 Standard library only: a training image needs nothing else to report.
 """
@@ -24,19 +29,34 @@ Standard library only: a training image needs nothing else to report.
 from __future__ import annotations
 
 import atexit
+import http.client
+import math
 import os
 import ssl
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from kubetrain.runtimes.contract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV, report_body
 
-__all__ = ["Reporter", "default_reporter", "flush", "report"]
+__all__ = ["HttpSender", "Refused", "Reporter", "default_reporter", "flush", "http_sender", "report"]
 
-Send = Callable[[bytes], None]
+Send = Callable[[bytes], float | None]
+"""Sends one body; returns the seconds the receiver asks to wait before the next (its `Retry-After`), or
+None. Raises when the report did not land (`Refused` carries the receiver's `Retry-After` too)."""
+
+MAX_WAIT = 300.0
+"""The longest `Retry-After` honoured: a receiver cannot silence a pod for longer."""
+
+
+class Refused(Exception):
+    """The receiver answered `status` (4xx or 5xx); `retry_after`: the seconds it asked to wait, or None."""
+
+    def __init__(self, status: int, retry_after: float | None) -> None:
+        super().__init__(f"the progress endpoint answered {status}")
+        self.status, self.retry_after = status, retry_after
 
 
 class Reporter:
@@ -55,6 +75,7 @@ class Reporter:
         self._slot: bytes | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._hurry = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
         self._first: tuple[float, float] | None = None
@@ -113,40 +134,110 @@ class Reporter:
             body = self._take()
             if body is None:
                 continue
+            self._hurry.clear()  # a flush until now asked for this report, which leaves now
             pause = self._min_interval
             try:
-                self._send(body)
+                asked = self._send(body)
                 self.sent += 1
-            except Exception:  # unreachable, refused, timed out: drop and wait
+            except Exception as error:  # unreachable, refused, timed out: drop and wait
                 self.dropped += 1
+                asked = error.retry_after if isinstance(error, Refused) else None
                 pause = self._retry_after
+            if asked is not None:
+                pause = max(pause, min(asked, MAX_WAIT))
             with self._lock:
                 if self._slot is None:
                     self._idle.set()
-            time.sleep(pause)  # at most one request per pause; a report that came meanwhile set _wake
+            # at most one request per pause (a report that came meanwhile set _wake); flush() cuts it short
+            if self._hurry.wait(pause):
+                self._hurry.clear()
 
     def flush(self, timeout: float = 1.0) -> bool:
-        """Wait up to `timeout` seconds for the queued report to leave; True if nothing is left."""
+        """Wait up to `timeout` seconds for the queued report to leave (sent now, not after the pause the
+        receiver asked for); True if nothing is left."""
+        with self._lock:
+            if self._slot is not None:
+                self._hurry.set()
         return self._idle.wait(timeout)
 
 
-def http_sender(url: str, *, ca_cert: str | None, token_path: str | None, timeout: float = 5.0) -> Send:
-    """POSTs a body to `url`: TLS verified against `ca_cert` (when https); the token file and the CA file are
-    read each time, so a rotated token or a new operator certificate (the kubelet updates both files) is
-    used without a restart."""
-    secure = url.startswith("https:")
+class HttpSender:
+    """POSTs each body to `url` on one connection kept open between reports (`connections` counts those
+    opened): TLS verified against `ca_cert` (when https). The token file is read for each request and the
+    CA file for each new connection, so a rotated token or a new operator certificate (the kubelet updates
+    both files) is used without a restart. A kept connection that fails before any answer (the endpoint
+    closed it while idle) is replaced and the report sent once more; any other failure is raised."""
 
-    def send(body: bytes) -> None:
-        context = ssl.create_default_context(cafile=ca_cert) if secure else None
+    def __init__(
+        self, url: str, *, ca_cert: str | None, token_path: str | None, timeout: float = 5.0
+    ) -> None:
+        parts = urlsplit(url)
+        self._secure = parts.scheme == "https"
+        self._host, self._port = parts.hostname or "", parts.port
+        self._path = parts.path + (f"?{parts.query}" if parts.query else "")
+        self._ca_cert, self._token_path, self._timeout = ca_cert, token_path, timeout
+        self._connection: http.client.HTTPConnection | None = None
+        self.connections = 0
+
+    def __call__(self, body: bytes) -> float | None:
         headers = {"Content-Type": "application/json"}
-        if token_path:
-            with open(token_path, encoding="utf-8") as file:
+        if self._token_path:
+            with open(self._token_path, encoding="utf-8") as file:
                 headers["Authorization"] = f"Bearer {file.read().strip()}"
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
-            response.read(1024)
+        if self._connection is not None:
+            try:
+                return self._post(self._connection, body, headers)
+            except (ConnectionError, http.client.BadStatusLine, ssl.SSLEOFError):
+                pass  # closed by the endpoint while idle: once more, on a new connection
+        return self._post(self._open(), body, headers)
 
-    return send
+    def _open(self) -> http.client.HTTPConnection:
+        if self._secure:
+            context = ssl.create_default_context(cafile=self._ca_cert)
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                self._host, self._port, timeout=self._timeout, context=context
+            )
+        else:
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        self._connection = connection
+        self.connections += 1
+        return connection
+
+    def _post(
+        self, connection: http.client.HTTPConnection, body: bytes, headers: dict[str, str]
+    ) -> float | None:
+        try:
+            connection.request("POST", self._path, body=body, headers=headers)
+            response = connection.getresponse()
+            response.read(64 * 1024)  # the answer is a short JSON message, read whole to reuse the connection
+        except BaseException:
+            self.close()
+            raise
+        if response.will_close or not response.isclosed():
+            self.close()
+        wait = _seconds(response.getheader("Retry-After"))
+        if response.status >= 400:
+            raise Refused(response.status, wait)
+        return wait
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def _seconds(value: str | None) -> float | None:
+    """A `Retry-After` of delay-seconds (the only form the operator sends); None for anything else."""
+    try:
+        seconds = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def http_sender(url: str, *, ca_cert: str | None, token_path: str | None, timeout: float = 5.0) -> HttpSender:
+    """The sender of the pods' reports: an `HttpSender`."""
+    return HttpSender(url, ca_cert=ca_cert, token_path=token_path, timeout=timeout)
 
 
 _default: Reporter | None = None

@@ -25,15 +25,25 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> ServingTls:
     return make_serving_tls(tmp_path_factory.mktemp("tls"), "progress-test")
 
 
-@pytest.fixture
-async def served(tls: ServingTls) -> AsyncIterator[tuple[Plane, ProgressServer]]:
+async def _start(
+    tls: ServingTls, *, max_connections: int = 4, idle_timeout: float = 120.0
+) -> tuple[Plane, ProgressServer]:
+    """A served endpoint whose one job mnist has the pod mnist-master-0."""
     plane = Plane()
     job = await plane.job(PYTORCHJOB, "team-a", "mnist")
     plane.pod(job, "mnist-master-0")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(tls.crt, tls.key)
-    server = ProgressServer(plane.endpoint, ssl_context=context, max_connections=4)
+    server = ProgressServer(
+        plane.endpoint, ssl_context=context, max_connections=max_connections, idle_timeout=idle_timeout
+    )
     await server.start("127.0.0.1", 0)
+    return plane, server
+
+
+@pytest.fixture
+async def served(tls: ServingTls) -> AsyncIterator[tuple[Plane, ProgressServer]]:
+    plane, server = await _start(tls)
     yield plane, server
     await server.stop()
 
@@ -88,3 +98,26 @@ async def test_connections_past_the_cap_are_closed_unanswered(
     for _, w in [*held, (reader, writer)]:
         w.close()
     assert await asyncio.to_thread(_post, server.port, tls.ca_crt, b"{}") == 401  # served again once freed
+
+
+async def test_a_pods_reports_share_one_connection_until_it_idles_out(
+    tls: ServingTls, tmp_path: Path
+) -> None:
+    plane, server = await _start(tls, idle_timeout=0.5)
+    token = tmp_path / "token"
+    token.write_text(plane.tokens.issue("good", "team-a", "mnist-master-0").removeprefix("Bearer "))
+    url = f"https://127.0.0.1:{server.port}{PATH}"
+    send = http_sender(url, ca_cert=str(tls.ca_crt), token_path=str(token))
+    try:
+        waits = [await asyncio.to_thread(send, _body(progressPercentage=p)) for p in (10, 20, 30)]
+        assert send.connections == 1, "one TLS handshake for every report"
+        assert waits[0] == 10 and waits[-1] == 10  # Retry-After: the job's next write
+        await asyncio.sleep(1.0)  # the server closes the idle connection
+        await asyncio.to_thread(send, _body(progressPercentage=40))
+        assert send.connections == 2
+        await plane.clock.advance(10)
+        await plane.coalescer.write_due()
+        assert (await plane.stored_progress())["progressPercentage"] == 40
+    finally:
+        send.close()
+        await server.stop()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from kubetrain.api import PYTORCHJOB, TFJOB, KindInfo
+from kubetrain.api import PYTORCHJOB, TFJOB, KindInfo, TrainerStatus
 from kubetrain.common.kube.authn import POD_NAME_EXTRA, Identity
 from kubetrain.common.kube.fake import InMemoryApiClient
 from kubetrain.common.kube.resources import Obj
@@ -34,6 +34,9 @@ class Tokens:
 
     def __init__(self) -> None:
         self.known: dict[str, Identity] = {}
+        self.reviewed: set[str] = set()
+        self.reviews = 0
+        """TokenReviews asked of the API server."""
 
     def issue(self, token: str, namespace: str, pod: str | None) -> str:
         extra = {POD_NAME_EXTRA: (pod,)} if pod else {}
@@ -41,7 +44,13 @@ class Tokens:
         return f"Bearer {token}"
 
     async def authenticate(self, token: str) -> Identity | None:
+        self.reviews += 1
+        self.reviewed.add(token)
         return self.known.get(token)
+
+    def peek(self, token: str) -> Identity | None:
+        """As TokenAuthenticator's cache: an accepted token, once reviewed, is not reviewed again."""
+        return self.known.get(token) if token in self.reviewed else None
 
 
 class Plane:
@@ -262,3 +271,60 @@ async def test_each_jobs_progress_and_numeric_metrics_are_gauges_removed_with_th
     plane.coalescer.forget(JobKey(PYTORCHJOB, "team-a", "mnist"))
     text = generate_latest(plane.registry).decode()
     assert 'job_name="mnist"' not in text
+
+
+async def test_a_flood_costs_no_token_review_no_parse_and_no_write_beyond_one_per_interval(
+    plane: Plane,
+) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    first = await plane.endpoint.handle(PATH, token, _body(progressPercentage=1))
+    await plane.coalescer.write_due()
+    assert first.status == HTTPStatus.ACCEPTED and first.retry_after == pytest.approx(10.0)
+    answers = [await plane.endpoint.handle(PATH, token, _body(progressPercentage=2)) for _ in range(998)]
+    last = await plane.endpoint.handle(PATH, token, _body(progressPercentage=3))
+    assert {a.status for a in answers} == {HTTPStatus.ACCEPTED}
+    assert plane.tokens.reviews == 1, "a token reviewed a moment ago is not reviewed again"
+    assert plane.count("kubetrain_progress_requests_total", result="early") == 999
+    await plane.clock.advance(4.0)
+    assert await plane.coalescer.write_due() == pytest.approx(6.0)
+    assert plane.count("kubetrain_progress_status_writes_total", result="written") == 1
+    assert last.retry_after == pytest.approx(10.0), "the pod is told when the next write is due"
+    await plane.clock.advance(6.0)
+    await plane.coalescer.write_due()
+    assert (await plane.stored_progress())["progressPercentage"] == 3
+    assert plane.count("kubetrain_progress_status_writes_total", result="written") == 2
+
+
+async def test_an_early_report_is_parsed_when_written_and_an_invalid_one_dropped(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    await plane.endpoint.handle(PATH, token, _body(progressPercentage=1))
+    await plane.coalescer.write_due()
+    early = await plane.endpoint.handle(PATH, token, _body(progressPercentage=101))
+    assert early.status == HTTPStatus.ACCEPTED  # kept unparsed until its write is due
+    await plane.clock.advance(10.0)
+    await plane.coalescer.write_due()
+    assert (await plane.stored_progress())["progressPercentage"] == 1
+    assert plane.count("kubetrain_progress_status_writes_total", result="invalid") == 1
+    late = await plane.endpoint.handle(PATH, token, _body(progressPercentage=101))
+    assert late.status == HTTPStatus.BAD_REQUEST, "a report due for writing is checked at once"
+
+
+async def test_the_interval_grows_with_the_reporting_jobs_so_writes_stay_within_their_rate() -> None:
+    clock, registry = FakeClock(), CollectorRegistry()
+    api = InMemoryApiClient(clock=clock, status_subresources=[JOBS])
+    coalescer = Coalescer(api, interval=10.0, writes_per_second=2.0, clock=clock, registry=registry)
+    keys = [JobKey(PYTORCHJOB, "team-a", f"job-{i}") for i in range(60)]
+    for key in keys:
+        job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": key.name}}
+        await api.create(JOBS, "team-a", job)
+        coalescer.offer(key, TrainerStatus(progress_percentage=1))
+    await coalescer.write_due()  # first reports: at once
+    assert coalescer.interval() == pytest.approx(30.0)  # 60 jobs at 2 writes a second
+    assert coalescer.retry_after(keys[0]) == pytest.approx(30.0)
+    for second in range(1, 61):
+        for key in keys:
+            coalescer.offer(key, TrainerStatus(progress_percentage=second))
+        await clock.advance(1.0)
+        await coalescer.write_due()
+    written = registry.get_sample_value("kubetrain_progress_status_writes_total", {"result": "written"})
+    assert written == 60 + 2 * 60, "each job written every 30 s, not every 10 s"

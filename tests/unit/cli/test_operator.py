@@ -255,13 +255,18 @@ def test_progress_url_defaults_to_the_operators_service_in_its_namespace() -> No
 
 def test_progress_flags_given() -> None:
     argv = ("--progress-bind-address=127.0.0.1:9443", "--progress-url=https://10.0.0.7:9443/")
-    got = options(*argv, "--progress-audience=mine", "--progress-interval=2", "--no-leader-elect", environ={})
+    more = ("--progress-max-connections=5000", "--progress-idle-timeout=300")
+    got = options(
+        *argv, "--progress-audience=mine", "--progress-interval=2", *more, "--no-leader-elect", environ={}
+    )
     assert got.progress == ProgressOptions(
         address=("127.0.0.1", 9443),
         url="https://10.0.0.7:9443",
         audience="mine",
         interval=2.0,
         hosts=("10.0.0.7",),
+        max_connections=5000,
+        idle_timeout=300.0,
     )
 
 
@@ -273,6 +278,8 @@ def test_progress_flags_given() -> None:
         (("--progress-bind-address=:8443", "--progress-audience= "), "--progress-audience is empty"),
         (("--progress-bind-address=:8443", "--progress-url=http://x:1"), "--progress-url='http://x:1'"),
         (("--progress-bind-address=:8443", "--progress-url=https://x:1/p"), "with no path"),
+        (("--progress-bind-address=:8443", "--progress-max-connections=0"), "--progress-max-connections=0"),
+        (("--progress-bind-address=:8443", "--progress-idle-timeout=0"), "--progress-idle-timeout=0"),
     ],
 )
 def test_bad_progress_flags_are_named(argv: tuple[str, ...], needle: str) -> None:

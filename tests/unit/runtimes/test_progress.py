@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,85 @@ def test_without_the_env_report_does_nothing(monkeypatch: pytest.MonkeyPatch) ->
     progress.report(step=1, total=2, loss=1.0)
     assert progress.default_reporter() is None
     assert progress.flush(0)
+
+
+class _KeptAlive(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1 with kept connections; counts connections and requests. `drop_after` closes a connection
+    silently (no `Connection: close`) after that many requests on it, as an idle timeout does;
+    `retry_after` is sent on every answer."""
+
+    protocol_version = "HTTP/1.1"
+    connections = 0
+    bodies: list[bytes] = []
+    drop_after = 0
+    retry_after = ""
+
+    def setup(self) -> None:
+        super().setup()
+        type(self).connections += 1
+        self.served = 0
+
+    def do_POST(self) -> None:
+        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+        self.served += 1
+        self.send_response(202)
+        self.send_header("Content-Length", "2")
+        if self.retry_after:
+            self.send_header("Retry-After", self.retry_after)
+        self.end_headers()
+        self.wfile.write(b"{}")
+        self.close_connection = self.served == self.drop_after
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def kept_alive() -> Iterator[str]:
+    _KeptAlive.connections, _KeptAlive.bodies, _KeptAlive.drop_after, _KeptAlive.retry_after = 0, [], 0, ""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeptAlive)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/apis/kubeflow.org/v1/namespaces/a/tfjobs/b/status"
+    server.shutdown()
+    server.server_close()
+
+
+def _report_each(reporter: Reporter, steps: int) -> None:
+    for step in range(1, steps + 1):
+        reporter.report(step=step, total=steps)
+        assert reporter.flush(5)
+
+
+def test_reports_share_one_kept_connection(kept_alive: str) -> None:
+    send = http_sender(kept_alive, ca_cert=None, token_path=None)
+    _report_each(Reporter(send, min_interval=0), 5)
+    assert len(_KeptAlive.bodies) == 5
+    assert _KeptAlive.connections == 1 and send.connections == 1
+
+
+def test_a_connection_the_endpoint_closed_while_idle_is_opened_again_and_no_report_is_lost(
+    kept_alive: str,
+) -> None:
+    _KeptAlive.drop_after = 2  # every connection goes after its second report, unannounced
+    send = http_sender(kept_alive, ca_cert=None, token_path=None)
+    reporter = Reporter(send, min_interval=0)
+    _report_each(reporter, 5)
+    assert [json.loads(b)["trainerStatus"]["progressPercentage"] for b in _KeptAlive.bodies] == [
+        20, 40, 60, 80, 100
+    ]  # fmt: skip
+    assert reporter.dropped == 0 and _KeptAlive.connections == 3
+
+
+def test_nothing_is_sent_before_the_retry_after_except_the_final_flush(kept_alive: str) -> None:
+    _KeptAlive.retry_after = "30"
+    reporter = Reporter(http_sender(kept_alive, ca_cert=None, token_path=None), min_interval=0)
+    reporter.report(step=1, total=4)
+    assert reporter.flush(5)
+    reporter.report(step=2, total=4)
+    reporter.report(step=3, total=4)  # the newer one waits in the slot
+    time.sleep(0.5)
+    assert len(_KeptAlive.bodies) == 1, "sent before the 30 s the endpoint asked for"
+    assert reporter.flush(5)  # at exit: the last report leaves at once
+    assert [json.loads(b)["trainerStatus"]["progressPercentage"] for b in _KeptAlive.bodies] == [25, 75]
