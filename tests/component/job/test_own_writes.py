@@ -1,7 +1,10 @@
-"""The watch event of the operator's own write to a job (its echo) costs no reconcile; any other change of the
-job does, and so does the echo a reconcile was put off for (the cache behind our write)."""
+"""What an unchanged job does not cost: the watch event of the operator's own write to it (its echo) causes
+no reconcile (any other change of the job does, and so does the echo a reconcile was put off for: the cache
+behind our write), and its spec is checked once per generation, not once per reconcile."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from kubetrain.common.reconcile import Request
 
@@ -49,3 +52,24 @@ async def test_the_echo_a_put_off_reconcile_waits_for_enqueues_the_job(cluster: 
     assert fence.own_echo(request, "999999")
     assert not await fence.caught_up(op.controller.api, TOY, request, cached), "the reconcile is put off"
     assert not fence.own_echo(request, "999999"), "so the echo must enqueue the job"
+
+
+async def test_a_job_is_checked_once_per_spec_and_again_when_it_changes(cluster: Cluster) -> None:
+    ctl = cluster.op.controller
+    checked: list[str] = []
+
+    def counting_validate(job: Any) -> Any:
+        checked.append(job.metadata.resource_version)
+        return type(ctl).validate(ctl, job)
+
+    ctl.validate = counting_validate  # type: ignore[method-assign]
+    await cluster.submit(toy_job(workers=1))
+    await cluster.run_all()
+    assert await cluster.is_true("Running")
+    assert len(checked) == 1, "the reconciles of an unchanged spec reuse its answer"
+    spec = {"spec": {"toyReplicaSpecs": {"Leader": {"replicas": 2}}}}
+    await cluster.api.patch(TOY, "ns", "toy", spec)  # the spec changed: a new generation
+    await cluster.step()
+    assert len(checked) == 2
+    failed = await cluster.condition("Failed")
+    assert failed is not None and failed["reason"] == "ToyJobFailedValidation"
