@@ -2,9 +2,9 @@
 
 The job's own changes enqueue the job, except the echo of the operator's own write (a status or ledger
 patch whose resulting version the write fence knows): the reconcile that wrote it has acted on that state
-already, so a reconcile for it would decide nothing new. Changes of the objects it controls (pods, Services, PodGroups,
-extra objects) enqueue their controlling job, and, for replica pods and Services, tell the expectations
-what the cache has now seen: an object appearing is an observed creation; an object starting to
+already, so a reconcile for it would decide nothing new. Changes of the objects it controls (pods,
+Services, PodGroups, extra objects) enqueue their controlling job, and, for replica pods and Services,
+tell the expectations what the cache has now seen: an object appearing is an observed creation; an object starting to
 terminate, or vanishing without having been seen terminating, is an observed deletion (once per object).
 A child's change may enqueue its job after a delay (`child_event_delay`; the operator's default 0.25 s,
 the library's 0), so that the changes of a job's pods within it cost one reconcile and one status write;
@@ -42,7 +42,7 @@ _EXPECTATION_KINDS = {PODS: "pods", SERVICES: "services"}
 
 
 class JobHandler:
-    """Informer handler for the jobs themselves: enqueue the job on every change but our own writes' echoes."""
+    """Informer handler for the jobs themselves: enqueue the job on each change but our own writes' echoes."""
 
     def __init__(self, controller: Controller, fence: WriteFence) -> None:
         self._controller = controller
