@@ -1,15 +1,15 @@
 """Connecting a JobController to the cache: which informers it needs and which events enqueue which job.
 
-The job's own changes enqueue the job, except the echo of the operator's own write (a status or ledger
-patch whose resulting version the write fence knows): the reconcile that wrote it has acted on that state
-already, so a reconcile for it would decide nothing new. Changes of the objects it controls (pods,
-Services, PodGroups, extra objects) enqueue their controlling job, and, for replica pods and Services,
-tell the expectations what the cache has now seen: an object appearing is an observed creation; an object starting to
-terminate, or vanishing without having been seen terminating, is an observed deletion (once per object).
-A child's change may enqueue its job after a delay (`child_event_delay`; the operator's default 0.25 s,
-the library's 0), so that the changes of a job's pods within it cost one reconcile and one status write;
-a change that completes the job's expectations (the pods its last reconcile created or deleted) enqueues
-it at once, so that slow-start batches and replacements do not wait.
+The job's own changes enqueue the job, except the echo of the operator's own write (a status or ledger patch
+whose resulting version the write fence knows): the reconcile that wrote it has acted on that state already,
+so a reconcile for it would decide nothing new. Changes of the objects it controls (pods, Services,
+PodGroups, extra objects) enqueue their controlling job, and, for replica pods and Services, tell the
+expectations what the cache has now seen: an object appearing is an observed creation; an object starting to
+terminate, or vanishing without having been seen terminating, is an observed deletion (once per object). A
+child's change may enqueue its job after a delay (`child_event_delay`; the operator's default 0.25 s, the
+library's 0), so that the changes of a job's pods within it cost one reconcile and one status write; a
+change that completes the job's expectations (the pods its last reconcile created or deleted) enqueues it at
+once, so that slow-start batches and replacements do not wait.
 Owned-object informers are scoped by the `operator-name` label, so the operator caches its own pods,
 not every pod of the cluster.
 """
