@@ -209,7 +209,8 @@ class KubeEventRecorder:
             except NotFound:
                 del self._seen[key]
         name = f"{key[0].name}.{secrets.token_hex(8)}"
-        await self._api.create(EVENTS, key[0].namespace or "default", self._event_body(name, key, when))
+        body = self._event_body(name, key, when)
+        await self._api.create(EVENTS, key[0].namespace or "default", body, read_back=False)
         self._seen[key] = _Seen(name, 1, self._clock.monotonic())
 
     async def _bump(self, key: _Key, seen: _Seen, when: datetime) -> None:

@@ -44,7 +44,7 @@ class _SlowServer(InMemoryApiClient):
         self.most_in_flight = 0
         self.go = asyncio.Event()
 
-    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+    async def create(self, res: Resource, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         await self.go.wait()
