@@ -11,7 +11,9 @@ stays bounded by the recent objects and each event costs O(1), however many jobs
 Nothing is dropped silently: `dropped` counts by reason (`spam`, `backlog`, `error`, and `shutdown` for
 those still waiting when the operator stops), and so does the
 optional `on_drop(reason)` callback (the operator feeds its `kubetrain_events_dropped_total` metric with
-it). The operator gives the recorder an API client
+it). Up to `writers` Events are written at a time (one at a time wrote 7-10 a second on a loaded machine,
+so a burst of new jobs left hundreds waiting, late for `kubectl describe`); two of the same key are never
+in flight together, so a repeat still bumps the one Event. The operator gives the recorder an API client
 of its own, with its own rate limit, as client-go's event broadcaster has: Events never wait behind, nor
 delay, the pod and Service writes of the reconciles.
 """
@@ -99,6 +101,7 @@ class KubeEventRecorder:
         burst: int = 25,
         refill_seconds: float = 300.0,
         max_pending: int = 1000,
+        writers: int = 4,
         on_drop: Callable[[str], None] | None = None,
     ) -> None:
         self._api = api
@@ -116,6 +119,9 @@ class KubeEventRecorder:
         self._pending: asyncio.Queue[tuple[_Key, datetime]] = asyncio.Queue(max_pending)
         self.dropped: Counter[str] = Counter()
         self._on_drop = on_drop
+        self._writers = max(writers, 1)
+        self._in_flight: dict[_Key, asyncio.Event] = {}
+        """Keys being written now, each with the Event set when its write is done."""
 
     def record(
         self, obj: Mapping[str, Any] | ObjectRef, event_type: EventType, reason: str, message: str
@@ -149,9 +155,12 @@ class KubeEventRecorder:
             self._on_drop(why)
 
     async def run(self) -> None:
-        """Write queued events until cancelled; those still waiting then are counted as `shutdown` drops."""
+        """Write queued events until cancelled; those still waiting or in flight then are counted as
+        `shutdown` drops."""
         try:
-            await self._write_queued()
+            async with asyncio.TaskGroup() as group:
+                for _ in range(self._writers):
+                    group.create_task(self._write_queued())
         except asyncio.CancelledError:
             for _ in range(self._pending.qsize()):
                 self._pending.get_nowait()
@@ -163,8 +172,9 @@ class KubeEventRecorder:
         while True:
             key, when = await self._pending.get()
             try:
-                await self._write(key, when)
+                await self._write_alone(key, when)
             except asyncio.CancelledError:
+                self._drop("shutdown")
                 raise
             except Exception as err:  # an Event is never worth a crash
                 self._drop("error")
@@ -178,6 +188,17 @@ class KubeEventRecorder:
         """Wait until every queued event has been written (or dropped). Needs `run()` to be running."""
         await self._pending.join()
 
+    async def _write_alone(self, key: _Key, when: datetime) -> None:
+        """`_write`, once no other writer holds the same key (its Event must exist before a bump)."""
+        while (busy := self._in_flight.get(key)) is not None:
+            await busy.wait()
+        done = self._in_flight[key] = asyncio.Event()
+        try:
+            await self._write(key, when)
+        finally:
+            del self._in_flight[key]
+            done.set()
+
     async def _write(self, key: _Key, when: datetime) -> None:
         self._expire()
         seen = self._seen.get(key)
@@ -188,7 +209,8 @@ class KubeEventRecorder:
             except NotFound:
                 del self._seen[key]
         name = f"{key[0].name}.{secrets.token_hex(8)}"
-        await self._api.create(EVENTS, key[0].namespace or "default", self._event_body(name, key, when))
+        body = self._event_body(name, key, when)
+        await self._api.create(EVENTS, key[0].namespace or "default", body, read_back=False)
         self._seen[key] = _Seen(name, 1, self._clock.monotonic())
 
     async def _bump(self, key: _Key, seen: _Seen, when: datetime) -> None:

@@ -80,6 +80,9 @@ class Metrics:
         self._queue_collectors(registry)
         self._job_collectors(registry)
         self._rest_collectors(registry)
+        self._rest_series: dict[tuple[str, str, str], tuple[Counter, Histogram, Histogram]] = {}
+        """The labelled series of each (code, verb, host), looked up once: `labels()` checks and joins its
+        arguments on every call, a cost per request."""
         self.leader_status = Gauge(
             "leader_election_master_status",
             "1 while this process holds the Lease `name`, 0 while it stands by.",
@@ -235,9 +238,19 @@ class Metrics:
     def rest_request(self, code: int | str, method: str, host: str, *, waited: float, took: float) -> None:
         """Count one request of the operator's API client (code "<error>" when no answer came): `waited`
         seconds for the rate limiter, then `took` seconds until the response headers (or the failure)."""
-        self.rest_requests.labels(str(code), method, host).inc()
-        self.rest_throttled.labels(method, host).observe(waited)
-        self.rest_latency.labels(method, host).observe(took)
+        key = (str(code), method, host)
+        series = self._rest_series.get(key)
+        if series is None:
+            series = (
+                self.rest_requests.labels(*key),
+                self.rest_throttled.labels(method, host),
+                self.rest_latency.labels(method, host),
+            )
+            self._rest_series[key] = series
+        requests, throttled, latency = series
+        requests.inc()
+        throttled.observe(waited)
+        latency.observe(took)
 
 
 def _runtime_collectors(registry: CollectorRegistry) -> None:

@@ -162,6 +162,18 @@ async def test_writes_send_the_right_verbs_bodies_and_headers(server, client) ->
     assert srv.bodies[3]["preconditions"] == {"uid": "u1"}
 
 
+async def test_a_create_whose_answer_is_not_read_back_is_not_decoded(server, client) -> None:
+    srv, _ = server
+    base = "/api/v1/namespaces/ns/pods"
+    srv.routes["POST", base] = reply(201, "{not JSON: a decode would fail")
+    srv.routes["GET", POD_PATH] = reply(200, {"metadata": {"name": "p"}})
+    assert await client.create(PODS, "ns", {"metadata": {"name": "p"}}, read_back=False) == {}
+    assert (await client.get(PODS, "ns", "p"))["metadata"] == {"name": "p"}, "the next answer reads whole"
+    srv.routes["POST", base] = reply(409, status_body(409, "AlreadyExists"))
+    with pytest.raises(errors.AlreadyExists):
+        await client.create(PODS, "ns", {"metadata": {"name": "p"}}, read_back=False)
+
+
 async def test_watch_streams_events_across_chunk_boundaries_then_raises_gone(server, client) -> None:
     srv, _ = server
 

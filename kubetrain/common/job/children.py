@@ -131,7 +131,7 @@ class ChildWriter:
         if expect:
             self._expectations.expect(self._key, expect, adds=1)
         try:
-            await self._api.create(resource, self._key.namespace, body)
+            await self._api.create(resource, self._key.namespace, body, read_back=False)
         except AlreadyExists as err:
             self._observed_create(expect)
             return "" if blind or await self._owned_already(resource, name, err) else None

@@ -108,6 +108,8 @@ class JobController(Generic[JobT]):
         self.progress = progress
         self.fence = WriteFence()
         self.unwritten = Unwritten()
+        self._checked: dict[Request, tuple[tuple[str, int, str | None], list[FieldError]]] = {}
+        """`job_errors` of each job, by its uid, generation and service-mode annotation (what they read)."""
         self.errors = ErrorBudget()
         """Unexpected errors of each job in a row: after `errors.attempts`, the job fails naming the error."""
         if metrics is not None:  # the family exists before the first error, so alerts on its rate work
@@ -229,6 +231,7 @@ class JobController(Generic[JobT]):
             self.expectations.forget(request)
             self.fence.forget(request)
             self.unwritten.forget((request.namespace, request.name))
+            self._checked.pop(request, None)
             return Result()
         if objects.is_deleting(raw):
             return Result()
@@ -258,8 +261,21 @@ class JobController(Generic[JobT]):
     def job_errors(self, job: JobT) -> list[FieldError]:
         """Every rule the operator fails a defaulted job for (`<Kind>FailedValidation`), and the only place
         such rules are applied: `kubetrain submit`, `run --local` and `TrainingClient` call this too
-        (`kubetrain.controllers.checks`), so a job they accept is never failed here for its spec."""
-        return oversized(self.kind, job) or self._mode_errors(job) or list(self.validate(job))
+        (`kubetrain.controllers.checks`), so a job they accept is never failed here for its spec.
+
+        The rules read the spec, the name and the service-mode annotation: a stored job's answer is kept
+        until its generation (bumped by every spec change) or that annotation changes, so that the
+        reconciles of an unchanged job (each status change costs one) do not check it again."""
+        meta = job.metadata
+        key = (meta.uid or "", meta.generation or 0, (meta.annotations or {}).get(SERVICE_MODE_ANNOTATION))
+        request = Request(meta.namespace or "", meta.name or "")
+        known = self._checked.get(request)
+        if known is not None and known[0] == key:
+            return list(known[1])
+        errors = oversized(self.kind, job) or self._mode_errors(job) or list(self.validate(job))
+        if key[0] and key[1]:  # a stored job (a job checked before submission has neither)
+            self._checked[request] = (key, errors)
+        return list(errors)
 
     async def _sync(self, request: Request, sync: JobSync[JobT]) -> Result:
         errors = self.job_errors(sync.job)

@@ -10,6 +10,11 @@ shows one of those older versions waits for the watch event, which is on its way
 Only a cached version the fence has never seen (someone else wrote, before or after us: versions are
 opaque and cannot be ordered) costs one GET to tell which. When the cache has caught up (or someone
 else changed the job since), the record is dropped.
+
+The watch event of our own write (its echo) shows the job exactly as that write left it, which the
+reconcile that wrote it has already acted on: `own_echo` tells the job's event handler to let it pass
+without a reconcile (a no-op one per status or ledger write otherwise), unless a reconcile has been put
+off waiting for it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class WriteFence:
 
     def __init__(self) -> None:
         self._written: dict[Request, _Written] = {}
+        self._waiting: set[Request] = set()
+        """Jobs whose reconcile was put off until the cache shows our write: its echo must enqueue them."""
 
     def wrote(self, request: Request, resource_version: str, *, based_on: str = "") -> None:
         """Our write to the job, conditional on version `based_on`, produced `resource_version`."""
@@ -48,6 +55,15 @@ class WriteFence:
 
     def forget(self, request: Request) -> None:
         self._written.pop(request, None)
+        self._waiting.discard(request)
+
+    def own_echo(self, request: Request, resource_version: str) -> bool:
+        """True when `resource_version` is one our own writes produced and no reconcile waits for it: the
+        watch event carrying it tells the controller nothing it did not decide itself."""
+        written = self._written.get(request)
+        if written is None or request in self._waiting:
+            return False
+        return resource_version == written.latest or resource_version in written.older
 
     async def caught_up(self, api: ApiClient, resource: Resource, request: Request, cached: Obj) -> bool:
         """False when the API server holds a newer job than `cached` since our last write."""
@@ -57,6 +73,7 @@ class WriteFence:
             self.forget(request)
             return True
         if cached_version in written.older:
+            self._waiting.add(request)
             return False
         try:
             current = await api.get(resource, request.namespace, request.name)
@@ -64,6 +81,7 @@ class WriteFence:
             self.forget(request)
             return False
         if objects.resource_version(current) != cached_version:
+            self._waiting.add(request)
             return False
         self.forget(request)  # the cache shows the latest version: someone wrote after us
         return True

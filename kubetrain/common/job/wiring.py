@@ -1,13 +1,15 @@
 """Connecting a JobController to the cache: which informers it needs and which events enqueue which job.
 
-The job's own changes enqueue the job. Changes of the objects it controls (pods, Services, PodGroups,
-extra objects) enqueue their controlling job, and, for replica pods and Services, tell the expectations
-what the cache has now seen: an object appearing is an observed creation; an object starting to
-terminate, or vanishing without having been seen terminating, is an observed deletion (once per object).
-A child's change may enqueue its job after a delay (`child_event_delay`; the operator's default 0.25 s,
-the library's 0), so that the changes of a job's pods within it cost one reconcile and one status write;
-a change that completes the job's expectations (the pods its last reconcile created or deleted) enqueues
-it at once, so that slow-start batches and replacements do not wait.
+The job's own changes enqueue the job, except the echo of the operator's own write (a status or ledger patch
+whose resulting version the write fence knows): the reconcile that wrote it has acted on that state already,
+so a reconcile for it would decide nothing new. Changes of the objects it controls (pods, Services,
+PodGroups, extra objects) enqueue their controlling job, and, for replica pods and Services, tell the
+expectations what the cache has now seen: an object appearing is an observed creation; an object starting to
+terminate, or vanishing without having been seen terminating, is an observed deletion (once per object). A
+child's change may enqueue its job after a delay (`child_event_delay`; the operator's default 0.25 s, the
+library's 0), so that the changes of a job's pods within it cost one reconcile and one status write; a
+change that completes the job's expectations (the pods its last reconcile created or deleted) enqueues it at
+once, so that slow-start batches and replacements do not wait.
 Owned-object informers are scoped by the `operator-name` label, so the operator caches its own pods,
 not every pod of the cluster.
 """
@@ -21,6 +23,7 @@ from kubetrain.common.controller import Controller
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.expectations import Expectations
 from kubetrain.common.handlers import for_controller_owner
+from kubetrain.common.job.fence import WriteFence
 from kubetrain.common.job.labels import KUBEFLOW_PREFIX, is_template_child, label_key
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.informer import Informer
@@ -32,10 +35,29 @@ if TYPE_CHECKING:
     from kubetrain.common.job.controller import JobController
     from kubetrain.common.job.gang import GangScheduling
 
-__all__ = ["OwnedObjectHandler", "add_job_controller", "watch_job_resources"]
+__all__ = ["JobHandler", "OwnedObjectHandler", "add_job_controller", "watch_job_resources"]
 
 _EXPECTATION_KINDS = {PODS: "pods", SERVICES: "services"}
 """The expectation kinds the template raises (see `sync.JobSync`), by the resource they are about."""
+
+
+class JobHandler:
+    """Informer handler for the jobs themselves: enqueue the job on each change but our own writes' echoes."""
+
+    def __init__(self, controller: Controller, fence: WriteFence) -> None:
+        self._controller = controller
+        self._fence = fence
+
+    def on_add(self, obj: Obj) -> None:
+        self._controller.enqueue(objects.request_for(obj))
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        request = objects.request_for(new)
+        if not self._fence.own_echo(request, objects.resource_version(new)):
+            self._controller.enqueue(request)
+
+    def on_delete(self, obj: Obj) -> None:
+        self._controller.enqueue(objects.request_for(obj))
 
 
 class OwnedObjectHandler:
@@ -117,7 +139,9 @@ def watch_job_resources(
     of a job's pods within that window (a gang starting, a batch created) cost one reconcile, not one each.
     """
     job_resource = job_controller.job_resource()
-    controller.watch(informers[job_resource])
+    informers[job_resource].add_handler(JobHandler(controller, job_controller.fence))
+    if informers[job_resource] not in controller.informers:
+        controller.informers.append(informers[job_resource])
     for resource in job_controller.resources():
         if resource == job_resource:
             continue

@@ -105,11 +105,13 @@ class ApiClient(Protocol):
         """All matching objects (pagination is handled inside) and the list's resourceVersion."""
         ...
 
-    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+    async def create(self, res: Resource, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
         """Create `body` (apiVersion/kind are filled from `res` when absent); the stored object is returned.
 
         AlreadyExists when the name is taken (callers that use deterministic names count it as success);
         Invalid when the server rejects the body; NotFound when the namespace does not exist.
+        `read_back=False`: the caller ignores the answer (a pod it will see through its informer, an Event),
+        so the client may leave it undecoded and return `{}`; errors are raised all the same.
         """
         ...
 

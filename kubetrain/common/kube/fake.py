@@ -127,7 +127,7 @@ class InMemoryApiClient:
         return ObjectList(items, str(self._rv))
 
     # writes -----------------------------------------------------------------------------------------
-    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+    async def create(self, res: Resource, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
         self._enter("create", res, namespace, objects.name(body))
         obj = copy.deepcopy(body)
         obj.setdefault("apiVersion", res.api_version)

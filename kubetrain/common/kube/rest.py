@@ -121,10 +121,10 @@ class KubeApiClient:
                 return ObjectList(items, str(meta.get("resourceVersion", "")))
             params["continue"] = meta["continue"]
 
-    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+    async def create(self, res: Resource, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
         body = {"apiVersion": res.api_version, "kind": res.kind, **body}
         params = {"fieldManager": DEFAULT_FIELD_MANAGER}
-        return await self._request("POST", res.path(namespace), params=params, body=body)
+        return await self._request("POST", res.path(namespace), params=params, body=body, decode=read_back)
 
     async def replace(
         self, res: Resource, namespace: str | None, name: str, body: Obj, *, subresource: str | None = None
@@ -206,12 +206,15 @@ class KubeApiClient:
         params: Mapping[str, str | None] | None = None,
         body: object = None,
         content_type: str = "application/json",
+        decode: bool = True,
     ) -> Obj:
+        """The answer's JSON; `{}` when empty or not wanted (`decode=False`: read, so the connection is
+        reused, but not parsed: a pod's answer is most of the cost of a request on our side)."""
         async with self._open(
             method, path, params=params, body=body, content_type=content_type, total=self._timeout
         ) as resp:
             data = await resp.read()
-        return json.loads(data) if data else {}
+        return json.loads(data) if data and decode else {}
 
     @contextlib.asynccontextmanager
     async def _open(

@@ -117,7 +117,7 @@ class Discarding(ClusterApi):
         super().__init__(**kwargs)
         self.created: dict[Resource, int] = {PODS: 0, SERVICES: 0}
 
-    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+    async def create(self, res: Resource, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
         if res in self.created:
             self.created[res] += 1
             return body

@@ -10,7 +10,7 @@ import pytest
 from kubetrain.common.errors import ServerError
 from kubetrain.common.events import EventType, KubeEventRecorder, ObjectRef
 from kubetrain.common.kube.fake import InMemoryApiClient
-from kubetrain.common.kube.resources import EVENTS
+from kubetrain.common.kube.resources import EVENTS, Obj, Resource
 from kubetrain.common.testing import FakeClock
 
 JOB = {
@@ -33,6 +33,23 @@ async def setup() -> AsyncIterator[tuple[FakeClock, InMemoryApiClient, KubeEvent
 
 async def events(api: InMemoryApiClient) -> list[dict]:
     return (await api.list(EVENTS, "ns")).items
+
+
+class _SlowServer(InMemoryApiClient):
+    """Answers an Event create only when the test lets it: shows how many writes are in flight at once."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock=clock)
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.go = asyncio.Event()
+
+    async def create(self, res: Resource, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await self.go.wait()
+        self.in_flight -= 1
+        return await super().create(res, namespace, body)
 
 
 async def test_an_event_is_written_with_the_involved_object(setup) -> None:
@@ -170,16 +187,40 @@ async def test_what_is_remembered_per_object_is_forgotten_once_it_cannot_matter(
     assert (len(recorder._seen), len(recorder._buckets)) == (1, 1)
 
 
-async def test_events_still_waiting_when_the_recorder_stops_are_counted_as_dropped() -> None:
+async def test_events_still_waiting_or_in_flight_when_the_recorder_stops_are_counted_as_dropped() -> None:
     clock = FakeClock()
     drops: list[str] = []
-    recorder = KubeEventRecorder(
-        InMemoryApiClient(clock=clock), component="kubetrain", clock=clock, on_drop=drops.append
-    )
+    api = _SlowServer(clock)  # never answers: the writes stay in flight
+    recorder = KubeEventRecorder(api, component="kubetrain", clock=clock, writers=4, on_drop=drops.append)
     task = asyncio.ensure_future(recorder.run())
-    await asyncio.sleep(0)  # the writer waits for its first Event
-    for index in range(3):
+    for index in range(6):
         recorder.record(JOB, EventType.NORMAL, "SuccessfulCreatePod", f"Created pod: j-worker-{index}")
-    task.cancel()  # before it wrote any of them: the operator stopping with a backlog
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert api.in_flight == 4
+    task.cancel()  # the operator stopping: 4 writes in flight, 2 Events waiting
     await asyncio.gather(task, return_exceptions=True)
-    assert recorder.dropped["shutdown"] == 3 and drops == ["shutdown"] * 3
+    assert recorder.dropped["shutdown"] == 6 and drops == ["shutdown"] * 6
+
+
+async def test_events_are_written_a_few_at_a_time_and_a_repeat_waits_to_bump_its_event() -> None:
+    clock = FakeClock()
+    api = _SlowServer(clock)
+    recorder = KubeEventRecorder(api, component="kubetrain", clock=clock, writers=4)
+    task = asyncio.ensure_future(recorder.run())
+    try:
+        for name in ("a", "b", "c"):
+            job = {**JOB, "metadata": {**JOB["metadata"], "name": name}}
+            recorder.record(job, EventType.NORMAL, "MPIJobCreated", f"{name} is created.")
+        recorder.record(JOB, EventType.NORMAL, "R", "m")
+        recorder.record(JOB, EventType.NORMAL, "R", "m")  # the same Event: a bump once the first exists
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert api.most_in_flight == 4, "a slow server does not hold the other Events back"
+        api.go.set()
+        await recorder.flush()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    counts = sorted((e["metadata"]["name"].split(".")[0], e["count"]) for e in await events(api))
+    assert counts == [("a", 1), ("b", 1), ("c", 1), ("j", 2)]
