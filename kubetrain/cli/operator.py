@@ -265,6 +265,10 @@ def _endpoint_flags(group: argparse._ArgumentGroup) -> None:
         metavar="DIR",
         help="directory holding tls.crt and tls.key for /metrics (default: a self-signed pair made at start)",
     )
+    _progress_flags(group)
+
+
+def _progress_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--progress-bind-address",
         default=DEFAULTS.progress_address,

@@ -25,7 +25,7 @@ from typing import Any
 from kubetrain.common.clock import Clock, wait_with_deadline
 from kubetrain.common.errors import ApiError, TerminalError
 from kubetrain.common.handlers import Enqueue, Mapper, for_object
-from kubetrain.common.kube.informer import Informer
+from kubetrain.common.kube.informer import Informer, ResourceEventHandler
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.common.metrics import Metrics
 from kubetrain.common.queue import QueueShutDown, WorkQueue
@@ -73,7 +73,12 @@ class Controller:
 
     def watch(self, informer: Informer, mapper: Mapper = for_object) -> None:
         """Enqueue `mapper(obj)` for each change the informer sees (the Manager waits for its sync)."""
-        informer.add_handler(Enqueue(self.queue, mapper))
+        self.observe(informer, Enqueue(self.queue, mapper))
+
+    def observe(self, informer: Informer, handler: ResourceEventHandler) -> None:
+        """Give the informer's changes to `handler` (which enqueues what it decides); the Manager waits for
+        the informer's sync before this controller runs."""
+        informer.add_handler(handler)
         if informer not in self.informers:
             self.informers.append(informer)
 

@@ -139,27 +139,20 @@ def watch_job_resources(
     of a job's pods within that window (a gang starting, a batch created) cost one reconcile, not one each.
     """
     job_resource = job_controller.job_resource()
-    informers[job_resource].add_handler(JobHandler(controller, job_controller.fence))
-    if informers[job_resource] not in controller.informers:
-        controller.informers.append(informers[job_resource])
+    controller.observe(informers[job_resource], JobHandler(controller, job_controller.fence))
     for resource in job_controller.resources():
         if resource == job_resource:
             continue
-        informer = informers[resource]
-        expect = _EXPECTATION_KINDS.get(resource)
-        informer.add_handler(
-            OwnedObjectHandler(
-                controller,
-                job_controller.expectations,
-                kind=job_controller.kind.kind,
-                group=job_controller.kind.group,
-                expect=expect,
-                delay=child_event_delay,
-                prefix=job_controller.kind.label_prefix,
-            )
+        handler = OwnedObjectHandler(
+            controller,
+            job_controller.expectations,
+            kind=job_controller.kind.kind,
+            group=job_controller.kind.group,
+            expect=_EXPECTATION_KINDS.get(resource),
+            delay=child_event_delay,
+            prefix=job_controller.kind.label_prefix,
         )
-        if informer not in controller.informers:
-            controller.informers.append(informer)
+        controller.observe(informers[resource], handler)
 
 
 def add_job_controller(

@@ -169,12 +169,16 @@ class Coalescer:
         """Seconds until the job's next write is due (a full interval when one is due now: it is written
         at once, and the next waits an interval)."""
         interval = self.interval()
-        left = self._written_at.get(key, -math.inf) + interval - self._clock.monotonic()
+        left = self._left(key, self._clock.monotonic(), interval)
         return left if left > 0 else interval
 
     def waiting(self, key: JobKey) -> bool:
         """Whether the job's next write is not due yet (a report now would wait, or be replaced)."""
-        return self._written_at.get(key, -math.inf) + self.interval() > self._clock.monotonic()
+        return self._left(key, self._clock.monotonic(), self.interval()) > 0
+
+    def _left(self, key: JobKey, now: float, interval: float) -> float:
+        """Seconds from `now` until the job may be written again (<= 0: now; never written: -inf)."""
+        return self._written_at.get(key, -math.inf) + interval - now
 
     def offer(self, key: JobKey, status: TrainerStatus | Received) -> None:
         """Keep `status` as the job's latest report (replacing one still waiting)."""
@@ -201,7 +205,7 @@ class Coalescer:
         ready: list[JobKey] = []
         wait: float | None = None
         for key in self._pending:
-            left = self._written_at.get(key, -math.inf) + interval - now
+            left = self._left(key, now, interval)
             if left <= 0:
                 ready.append(key)
             else:

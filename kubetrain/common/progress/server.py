@@ -60,6 +60,11 @@ class ProgressServer:
         self._server: asyncio.Server | None = None
 
     @property
+    def connections(self) -> int:
+        """Connections open now (idle kept ones included)."""
+        return len(self._open)
+
+    @property
     def port(self) -> int:
         assert self._server is not None and self._server.sockets
         return int(self._server.sockets[0].getsockname()[1])

@@ -82,6 +82,9 @@ class Reporter:
         self._thread: threading.Thread | None = None
         self.sent = 0
         self.dropped = 0
+        self.pause = 0.0
+        """Seconds the sender waits after its last request before the next (the `Retry-After` it was
+        answered, or `min_interval`, or `retry_after` after a failure)."""
 
     def report(self, step: float | None = None, total: float | None = None, **metrics: object) -> None:
         """Queue a report (replacing one not yet sent); never raises."""
@@ -149,6 +152,7 @@ class Reporter:
                 if self._slot is None:
                     self._idle.set()
             # at most one request per pause (a report that came meanwhile set _wake); flush() cuts it short
+            self.pause = pause
             if self._hurry.wait(pause):
                 self._hurry.clear()
 

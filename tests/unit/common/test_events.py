@@ -195,7 +195,9 @@ async def test_events_still_waiting_or_in_flight_when_the_recorder_stops_are_cou
     task = asyncio.ensure_future(recorder.run())
     for index in range(6):
         recorder.record(JOB, EventType.NORMAL, "SuccessfulCreatePod", f"Created pod: j-worker-{index}")
-    for _ in range(10):
+    for _ in range(100):  # until the writers have taken their Events (a few yields)
+        if api.in_flight == 4:
+            break
         await asyncio.sleep(0)
     assert api.in_flight == 4
     task.cancel()  # the operator stopping: 4 writes in flight, 2 Events waiting
@@ -214,7 +216,9 @@ async def test_events_are_written_a_few_at_a_time_and_a_repeat_waits_to_bump_its
             recorder.record(job, EventType.NORMAL, "MPIJobCreated", f"{name} is created.")
         recorder.record(JOB, EventType.NORMAL, "R", "m")
         recorder.record(JOB, EventType.NORMAL, "R", "m")  # the same Event: a bump once the first exists
-        for _ in range(10):
+        for _ in range(100):  # until the writers have taken their Events (a few yields)
+            if api.most_in_flight == 4:
+                break
             await asyncio.sleep(0)
         assert api.most_in_flight == 4, "a slow server does not hold the other Events back"
         api.go.set()

@@ -231,7 +231,10 @@ def test_nothing_is_sent_before_the_retry_after_except_the_final_flush(kept_aliv
     assert reporter.flush(5)
     reporter.report(step=2, total=4)
     reporter.report(step=3, total=4)  # the newer one waits in the slot
-    time.sleep(0.5)
+    deadline = time.monotonic() + 5
+    while reporter.pause != 30 and time.monotonic() < deadline:  # the sender read the Retry-After
+        time.sleep(0.01)
+    assert reporter.pause == 30, f"the sender pauses {reporter.pause} s, not the 30 s it was asked"
     assert len(_KeptAlive.bodies) == 1, "sent before the 30 s the endpoint asked for"
     assert reporter.flush(5)  # at exit: the last report leaves at once
     assert [json.loads(b)["trainerStatus"]["progressPercentage"] for b in _KeptAlive.bodies] == [25, 75]
