@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.errors import ApiError, TooManyRequests, TransportError, error_from_status
+from kubetrain.common.kube import jsonwire
 from kubetrain.common.kube.client import (
     DEFAULT_FIELD_MANAGER,
     JsonPatch,
@@ -192,7 +193,7 @@ class KubeApiClient:
         read = timeout_seconds + 30
         async with self._open("GET", path, params=params, total=None, read=read, stream=True) as resp:
             async for line in _lines(resp):
-                event = json.loads(line)
+                event = jsonwire.loads(line)
                 if event.get("type") == "ERROR":
                     raise error_from_status(0, event.get("object") or {})
                 yield WatchEvent(WatchEventType(event["type"]), event.get("object") or {})
@@ -214,7 +215,7 @@ class KubeApiClient:
             method, path, params=params, body=body, content_type=content_type, total=self._timeout
         ) as resp:
             data = await resp.read()
-        return json.loads(data) if data and decode else {}
+        return jsonwire.loads(data) if data and decode else {}
 
     @contextlib.asynccontextmanager
     async def _open(
@@ -235,7 +236,7 @@ class KubeApiClient:
         without a chunk (a watch: its server ends it after timeoutSeconds, so silence beyond is a dead line).
         """
         query = {k: v for k, v in (params or {}).items() if v is not None}
-        data = json.dumps(body).encode() if body is not None else None
+        data = jsonwire.dumps(body) if body is not None else None
         queued = self._clock.monotonic()
         await self._limiter.wait()
         sent = self._clock.monotonic()
