@@ -29,6 +29,7 @@ from kubetrain import __version__
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.cli.operator_logs import configure_logging
 from kubetrain.cli.operator_options import OperatorOptions
+from kubetrain.common import eventloop
 from kubetrain.common.errors import (
     ApiError,
     Forbidden,
@@ -40,6 +41,7 @@ from kubetrain.common.errors import (
     TransportError,
     Unauthorized,
 )
+from kubetrain.common.eventloop import EventLoopChoiceError
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.job import JobController
 from kubetrain.common.kube.http import use_small_tls_buffers
@@ -78,7 +80,10 @@ def run_operator(options: OperatorOptions) -> int:
     use_small_tls_buffers()  # at rest about 4 MiB less (bench/operator_at_rest.py)
     try:
         controllers = {kind: load_controller(kind) for kind in options.kinds}
-        return asyncio.run(_serve(options, controllers))
+        return eventloop.run(_serve(options, controllers))
+    except EventLoopChoiceError as err:
+        log.error("cannot start: %s", err)
+        return int(ExitCode.USAGE)
     except ControllerUnavailable as err:
         log.error("cannot start: %s", err)
         return int(ExitCode.FAILED)

@@ -32,6 +32,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kubetrain import __version__
+from kubetrain.common import eventloop
 from kubetrain.common.errors import KubetrainError
 from kubetrain.common.events import EventRecorder, KubeEventRecorder
 from kubetrain.common.job import JobController, add_job_controller
@@ -133,8 +134,8 @@ class Operator:
         """The training-progress endpoint, once built (when `config.progress` is set)."""
 
     def main(self) -> None:
-        """Run until SIGTERM or SIGINT, in a new event loop."""
-        asyncio.run(self.serve())
+        """Run until SIGTERM or SIGINT, in a new event loop (uvloop's where installed: `eventloop.run`)."""
+        eventloop.run(self.serve())
 
     async def serve(self) -> None:
         """Connect, `prepare`, build the manager and run it until a signal stops it, then close the clients.
