@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from kubetrain.common.errors import AlreadyExists, Gone, NotFound
+from kubetrain.common.errors import AlreadyExists, Gone, NotFound, TooManyRequests
 from kubetrain.common.kube.client import ApiClient, WatchEventType
 from kubetrain.common.kube.resources import NAMESPACES, SERVICE_ACCOUNTS, Obj, Resource
 
@@ -48,7 +48,12 @@ def load_crds(directory: Path) -> list[Obj]:
 
 
 async def apply_crds(api: ApiClient, crds: list[Obj], *, within: float = 60.0) -> list[str]:
-    """Create (or replace) `crds` and wait until each is Established; returns their names."""
+    """Create (or replace) `crds` and wait until each is Established and its objects can be listed; returns
+    their names.
+
+    Established is not enough: for a moment after it, the API server answers the new resource with 429
+    "storage is (re)initializing". The first subject would meet that and pay retries the later ones never
+    see (kubetrain ran first: 6 refused lists at N = 100), so the harness waits it out before any run."""
     names = []
     for crd in crds:
         name = str(crd["metadata"]["name"])
@@ -63,12 +68,28 @@ async def apply_crds(api: ApiClient, crds: list[Obj], *, within: float = 60.0) -
         names.append(name)
     for name in names:
         await wait_for(f"CRD {name} Established", functools.partial(_established, api, name), within=within)
+    for crd in crds:
+        await wait_for(
+            f"CRD {crd['metadata']['name']} served", functools.partial(_served, api, crd), within=within
+        )
     return names
 
 
 async def _established(api: ApiClient, name: str) -> bool:
     conditions = ((await api.get(CRDS, None, name)).get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+async def _served(api: ApiClient, crd: Obj) -> bool:
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    names = spec["names"]
+    resource = Resource(spec["group"], version, names["plural"], names["kind"], spec["scope"] == "Namespaced")
+    try:
+        await api.list(resource, label_selector="kubetrain.dev/bench=never-set")
+    except (TooManyRequests, NotFound):
+        return False
+    return True
 
 
 async def create_namespace(api: ApiClient, name: str, *, within: float = 60.0) -> None:
