@@ -41,7 +41,8 @@ def test_a_misspelt_choice_is_refused_naming_the_variable_and_the_choices(
     with pytest.raises(EventLoopChoiceError) as raised:
         eventloop.run(_loop_type())
     assert str(raised.value) == (
-        "KUBETRAIN_EVENT_LOOP='uvlopp' is not an event loop: set it to uvloop or asyncio, or unset it for uvloop"
+        "KUBETRAIN_EVENT_LOOP='uvlopp' is not an event loop: set it to uvloop or asyncio, "
+        "or unset it for uvloop"
     )
 
 
@@ -58,7 +59,9 @@ def test_asyncio_loop_where_uvloop_is_not_installed(monkeypatch: pytest.MonkeyPa
     assert eventloop.chosen_loop() == "asyncio"
 
 
-def test_objects_made_before_the_loop_are_frozen_out_of_the_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_objects_made_before_the_loop_are_frozen_out_of_the_collector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)
     gc.unfreeze()
     eventloop.run(_loop_type())

@@ -10,7 +10,8 @@ from kubetrain.common.kube import jsonwire
 
 
 def test_a_watch_event_decodes_from_bytes_and_text() -> None:
-    line = b'{"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"j-worker-0","labels":{"a":"\xc3\xa9"}}}}'
+    pod = b'{"kind":"Pod","metadata":{"name":"j-worker-0","labels":{"a":"\xc3\xa9"}}}'
+    line = b'{"type":"MODIFIED","object":' + pod + b"}"
     assert jsonwire.loads(line) == json.loads(line)
     assert jsonwire.loads(line.decode()) == json.loads(line)
 
