@@ -178,3 +178,16 @@ async def test_a_server_error_on_watch_lists_again_after_backoff(world) -> None:
     await clock.advance(0.8)
     assert informer.relists == 2, "an error answer is not retried on the same version forever"
     assert log.take() == [("update", "before", "1->2")]
+
+
+async def test_a_broken_watch_resumes_after_the_last_event_and_tells_nothing_twice(world) -> None:
+    clock, api, informer, log = world
+    log.take()
+    await api.delete(CONFIGMAPS, "ns", "before")
+    await settle()
+    api.break_watches(TransportError("connection reset"))
+    await clock.advance(1)
+    await api.create(CONFIGMAPS, "ns", cm("after", "1"))
+    await settle()
+    assert log.events == [("delete", "before", "1"), ("add", "after", "1")], "the delete told once"
+    assert informer.relists == 1

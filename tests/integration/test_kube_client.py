@@ -303,15 +303,21 @@ async def test_an_informer_starts_with_one_streaming_list_and_no_list(
         await api.delete(CONFIGMAPS, namespace, "b")
         await api.create(CONFIGMAPS, namespace, cm("ignored", app="y"))
         await eventually(lambda: ("delete", "b") in log.events)
+        assert (client.lists, client.streaming_lists, client.watches) == (0, 1, 0), (
+            "one request: the streaming list, whose watch then carried the changes"
+        )
+        client.cut.set()  # the connection breaks: a watch resumes from the last version seen
+        await asyncio.sleep(0.2)
+        await api.create(CONFIGMAPS, namespace, cm("d", app="x"))
+        client.cut.clear()
+        await eventually(lambda: ("add", "d") in log.events)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    assert log.events[2:] == [("add", "c"), ("update", "a=2"), ("delete", "b")]
-    assert sorted(o["metadata"]["name"] for o in informer.store) == ["a", "c"]
-    assert (client.lists, client.streaming_lists, client.watches) == (0, 1, 0), (
-        "one request: the streaming list, whose watch then carried the changes"
-    )
-    assert informer.streaming_list and informer.relists == 1
+    assert log.events[2:] == [("add", "c"), ("update", "a=2"), ("delete", "b"), ("add", "d")]
+    assert sorted(o["metadata"]["name"] for o in informer.store) == ["a", "c", "d"]
+    assert client.lists == 0 and client.streaming_lists == 1 and client.watches >= 1
+    assert informer.streaming_list and informer.relists == 1, "no refill after a broken connection"
 
 
 async def test_informer_sees_adds_updates_and_deletes(api: KubeApiClient, namespace: str) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Protocol
 
 from kubetrain.common.clock import Clock
@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 _INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 """The annotation of the BOOKMARK that ends a streaming list's initial objects."""
+_Stream = AsyncGenerator[WatchEvent, None]
 _BUSY = (TooManyRequests, ServerError, Timeout)
 """Answers worth waiting out before the first sync (with `sync_patience`); any other error is final."""
 
@@ -132,6 +133,7 @@ class Informer:
         self._synced = asyncio.Event()
         self._failures = 0  # consecutive; reset by any event, so backoff restarts after a healthy stream
         self._patience = sync_patience
+        self._resume: str | None = None  # the resourceVersion the next watch starts from; None: fill first
         self.streaming_list = streaming_list
         """Whether the cache is filled by a streaming list; turns False when the server refuses one."""
         self.relists = 0
@@ -155,24 +157,25 @@ class Informer:
     async def run(self) -> None:
         """Fill the cache and watch until cancelled. Never returns otherwise; API errors are retried with
         backoff (before the first sync with `sync_patience`: CacheSyncError, as the module docstring says)."""
-        resource_version: str | None = None
         started = self._clock.monotonic()
         while True:
             try:
-                if resource_version is None:
-                    resource_version = await self._fill()
-                resource_version = await self._watch(resource_version)
+                if self._resume is None:
+                    self._resume, stream = await self._fill()
+                else:
+                    stream = self._open(self._resume)
+                await self._follow(stream)
                 self._failures = 0
             except Gone:
                 log.info("watch of %s expired; listing again", self.resource)
-                resource_version = None
+                self._resume = None
             except (TransportError, TooManyRequests) as err:  # the server never answered, or asked us to wait
                 self._give_up_before_sync(err, started)
                 await self._back_off(err)
             except ApiError as err:  # the server answered with an error: do not insist on that version
                 self._give_up_before_sync(err, started)
                 await self._back_off(err)
-                resource_version = None
+                self._resume = None
 
     def _give_up_before_sync(self, err: ApiError, started: float) -> None:
         if self._patience is None or self.has_synced:
@@ -186,8 +189,8 @@ class Informer:
         log.warning("list/watch of %s failed (%s); retrying in %.1f s", self.resource, err, delay)
         await self._clock.sleep(delay)
 
-    async def _fill(self) -> str:
-        """Fill (or refill) the cache; the resourceVersion to watch from next."""
+    async def _fill(self) -> tuple[str, _Stream]:
+        """Fill (or refill) the cache: its resourceVersion, and the watch that goes on from there."""
         if self.streaming_list:
             try:
                 return await self._stream_list()
@@ -201,41 +204,30 @@ class Informer:
             field_selector=self.field_selector,
         )
         self._replace(listed.items)
-        return listed.resource_version
+        return listed.resource_version, self._open(listed.resource_version)
 
-    async def _stream_list(self) -> str:
-        """One watch that sends the current objects first: the cache is replaced at the bookmark that ends
-        them, then the same watch goes on until the server ends it. Returns the last resourceVersion seen."""
-        initial: dict[tuple[str, str], Obj] | None = {}
-        resource_version = ""
+    async def _stream_list(self) -> tuple[str, _Stream]:
+        """A watch that sends the current objects first; the cache is replaced with them at the bookmark
+        that ends them, and the watch is handed on, open, for the changes that follow."""
+        initial: dict[tuple[str, str], Obj] = {}
+        stream = None
         try:
-            stream = self.api.watch(
-                self.resource,
-                self.namespace,
-                resource_version="",  # "": the state as of now, read consistently
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                timeout_seconds=self._watch_timeout,
-                send_initial_events=True,
-            )
-            try:
-                async for event in stream:
-                    if initial is None:
-                        resource_version = self._handle(event) or resource_version
-                    elif _ends_initial_events(event):
-                        self._replace(initial.values())
-                        initial, resource_version = None, objects.resource_version(event.object)
-                    elif event.type is not WatchEventType.BOOKMARK:
-                        _collect(initial, event)
-            finally:
-                await stream.aclose()
+            stream = self._open("", initial_events=True)  # "": the state as of now, read consistently
+            async for event in stream:
+                if _ends_initial_events(event):
+                    self._replace(initial.values())
+                    handed, stream = stream, None
+                    return objects.resource_version(event.object), handed
+                if event.type is not WatchEventType.BOOKMARK:
+                    _collect(initial, event)
         except ApiError as err:
-            if initial is not None and _refuses_streaming(err):
+            if _refuses_streaming(err):
                 raise _NoStreamingList(f"{err.status} {err}") from err
             raise
-        if initial is not None:
-            raise _NoStreamingList("the watch ended before the bookmark that ends the initial objects")
-        return resource_version
+        finally:
+            if stream is not None:
+                await stream.aclose()
+        raise _NoStreamingList("the watch ended before the bookmark that ends the initial objects")
 
     def _replace(self, items: Iterable[Obj]) -> None:
         """Make the cache hold exactly `items`, telling handlers the difference; the informer is synced."""
@@ -249,21 +241,25 @@ class Informer:
                 self._removed(key.namespace, key.name, None)
         self._synced.set()
 
-    async def _watch(self, resource_version: str) -> str:
-        stream = self.api.watch(
+    def _open(self, resource_version: str, *, initial_events: bool = False) -> _Stream:
+        return self.api.watch(
             self.resource,
             self.namespace,
             resource_version=resource_version,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             timeout_seconds=self._watch_timeout,
+            send_initial_events=initial_events,
         )
+
+    async def _follow(self, stream: _Stream) -> None:
+        """Apply `stream`'s events until the server ends it, each moving the resume point on (so that a
+        broken connection resumes after the last event applied, and none is told twice)."""
         try:
             async for event in stream:
-                resource_version = self._handle(event) or resource_version
+                self._resume = self._handle(event) or self._resume
         finally:
             await stream.aclose()
-        return resource_version
 
     def _handle(self, event: WatchEvent) -> str:
         self._failures = 0
