@@ -5,24 +5,25 @@ Start-up, in order, each step failing with one clear log line and a distinct exi
 2. connect the API clients: one for the controllers and informers (--qps/--burst), one for Events (the
    same limits, a budget of its own), and one for leader election, so that Lease renewals never queue
    behind reconcile traffic;
-3. preflight: list each resource the controllers will watch, in each watched namespace, with a selector
-   that matches nothing. This proves in a second what would otherwise be an operator that never gets
-   ready and logs retries: the API server is reachable, the credentials work, the CRDs (and the gang
-   scheduler's PodGroup CRD) are installed, and RBAC allows it; with leader election, the Lease is readable;
+3. with leader election, read the Lease (so that a missing RBAC rule for it is named at once);
 4. build the Manager (shared informers, leader election, /healthz /readyz /metrics), an Event recorder
    per kind, one controller per kind and the progress endpoint (`kubetrain.common.progress.service`);
-5. run until SIGTERM/SIGINT; then drain (in-flight reconciles get --shutdown-grace), release the Lease,
+5. preflight, at no cost of its own: the informers' first requests (one streaming list per resource and
+   namespace) prove that the API server is reachable, the credentials work, the CRDs (and the gang
+   scheduler's PodGroup CRD) are installed and RBAC allows reading them. An informer whose first sync
+   fails stops the start-up (`sync_patience`: at once, or after 30 s of busy answers), and its error
+   becomes one line that says what to fix, instead of an operator that never gets ready and logs retries;
+6. run until SIGTERM/SIGINT; then drain (in-flight reconciles get --shutdown-grace), release the Lease,
    exit 0. A signal during start-up stops at once, also with 0.
-Steps 2, 4 and 5 are the library's `kubetrain.common.Operator`, the one any operator runs on; this module
-adds the preflight and the built-in kinds' `ControllerSettings`.
+Steps 2, 4, 5 and 6 are the library's `kubetrain.common.Operator`, the one any operator runs on; this
+module adds the Lease check, the explanations and the built-in kinds' `ControllerSettings`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain import __version__
@@ -35,9 +36,6 @@ from kubetrain.common.errors import (
     Forbidden,
     LeadershipLost,
     NotFound,
-    ServerError,
-    Timeout,
-    TooManyRequests,
     TransportError,
     Unauthorized,
 )
@@ -45,6 +43,7 @@ from kubetrain.common.eventloop import EventLoopChoiceError
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.job import JobController
 from kubetrain.common.kube.http import use_small_tls_buffers
+from kubetrain.common.kube.informer import CacheSyncError
 from kubetrain.common.kube.resources import LEASES, Resource
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.manager import Manager
@@ -58,10 +57,8 @@ __all__ = ["run_operator"]
 
 log = logging.getLogger("kubetrain.operator")
 
-_MATCHES_NOTHING = "kubetrain.dev/preflight=never-set"
-"""A label selector no object carries: the preflight lists cost the server nothing, whatever its size."""
 _TRANSIENT_PATIENCE = 30.0
-"""Seconds the preflight keeps retrying a busy (429, 5xx) API server before giving up."""
+"""Seconds an informer's first sync keeps retrying a busy (429, 5xx) API server before giving up."""
 
 Controllers = Mapping[str, type[ConfiguredJobController[Any]]]
 
@@ -96,6 +93,10 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
     operator = _BuiltinOperator(options, controllers)
     try:
         await operator.serve()
+    except CacheSyncError as err:
+        job_kinds = {cls.job_resource(): kind for kind, cls in controllers.items()}
+        kind = job_kinds.get(err.resource)
+        raise _explain(err.error, err.resource, err.namespace, kind, options) from err
     except ConnectError as err:
         raise OperatorFailure(ExitCode.CLUSTER, str(err)) from err
     except LeadershipLost as err:
@@ -113,7 +114,7 @@ async def _serve(options: OperatorOptions, controllers: Controllers) -> int:
 
 
 class _BuiltinOperator(Operator):
-    """The library's `Operator`, with the built-in kinds' preflight and their `ControllerSettings`."""
+    """The library's `Operator`, with the built-in kinds' start-up checks and their `ControllerSettings`."""
 
     def __init__(self, options: OperatorOptions, controllers: Controllers) -> None:
         config = OperatorConfig(
@@ -131,14 +132,22 @@ class _BuiltinOperator(Operator):
             workers=options.workers,
             child_event_delay=options.child_event_delay,
             shutdown_grace=options.shutdown_grace,
+            sync_patience=_TRANSIENT_PATIENCE,
         )
         super().__init__(list(controllers.values()), config)
         self.options = options
         self.by_kind = controllers
 
     async def prepare(self, clients: Clients) -> None:
-        await _preflight(clients.api, clients.leader, self.by_kind, self.options)
-        log.info("starting: %s", _summary(self.options))
+        await _check_lease(clients.leader, self.options)
+        gang = self.options.settings.gang
+        resources = {r for cls in self.by_kind.values() for r in cls.resources_for(gang)}
+        scopes = len(self.options.namespaces or (None,))
+        log.info(
+            "starting: %s; preflight: the informers' first requests check that the operator can read its "
+            "%d resources in %d scopes",
+            _summary(self.options), len(resources), scopes,
+        )  # fmt: skip
 
     def add_controller(
         self, manager: Manager, cls: type[JobController[Any]], recorder: EventRecorder
@@ -172,48 +181,16 @@ def _progress_config(options: OperatorOptions) -> ProgressConfig | None:
     )
 
 
-async def _preflight(
-    api: KubeApiClient, leader_api: KubeApiClient | None, controllers: Controllers, options: OperatorOptions
-) -> None:
-    job_kinds = {cls.job_resource(): kind for kind, cls in controllers.items()}
-    resources = dict.fromkeys(
-        r for cls in controllers.values() for r in cls.resources_for(options.settings.gang)
-    )
-    scopes = options.namespaces or (None,)
-    log.info("preflight: can the operator read its %d resources in %d scopes?", len(resources), len(scopes))
-    for resource in resources:
-        for namespace in scopes:
-            try:
-                await _patiently(_probe(api, resource, namespace))
-            except ApiError as err:
-                raise _explain(err, resource, namespace, job_kinds.get(resource), options) from err
+async def _check_lease(leader_api: KubeApiClient | None, options: OperatorOptions) -> None:
     election = options.leader_election
-    if leader_api is not None and election is not None:
-        try:
-            await leader_api.get(LEASES, election.namespace, election.name)
-        except NotFound:
-            pass
-        except ApiError as err:
-            raise _explain(err, LEASES, election.namespace, None, options) from err
-
-
-def _probe(api: KubeApiClient, resource: Resource, namespace: str | None) -> Callable[[], Awaitable[object]]:
-    return lambda: api.list(resource, namespace, label_selector=_MATCHES_NOTHING)
-
-
-async def _patiently(call: Callable[[], Awaitable[object]]) -> None:
-    """`call()`, retried for a while when the server answers that it is busy or still starting (a CRD
-    created a moment ago answers 429 "storage is (re)initializing"); other errors at once."""
-    deadline = time.monotonic() + _TRANSIENT_PATIENCE
-    while True:
-        try:
-            await call()
-            return
-        except (TooManyRequests, ServerError, Timeout) as err:
-            if time.monotonic() > deadline:
-                raise
-            log.info("API server busy (%s); retrying", err)
-            await asyncio.sleep(1.0)
+    if leader_api is None or election is None:
+        return
+    try:
+        await leader_api.get(LEASES, election.namespace, election.name)
+    except NotFound:
+        pass
+    except ApiError as err:
+        raise _explain(err, LEASES, election.namespace, None, options) from err
 
 
 def _explain(

@@ -9,7 +9,10 @@ Order of life:
 4. On `stop()` (SIGTERM, SIGINT): controllers take no new work and in-flight reconciles get
    `shutdown_grace` seconds; the Lease is released; informers and the server stop.
 Losing the Lease cancels the controllers at once and `run()` raises LeadershipLost: the process must
-exit (and be restarted), never keep acting.
+exit (and be restarted), never keep acting. With `sync_patience`, an informer that cannot fill its cache
+at start-up (no such CRD, no RBAC rule, an unreachable server; busy answers for longer than the patience)
+stops the manager, and `run()` raises its `CacheSyncError`: the informers' first requests are the
+start-up check, with no request of their own.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.controller import Controller
 from kubetrain.common.httpserver import Guard, HealthServer
 from kubetrain.common.kube.client import ApiClient
-from kubetrain.common.kube.informer import Informer
+from kubetrain.common.kube.informer import CacheSyncError, Informer
 from kubetrain.common.kube.multinamespace import MultiNamespaceInformer
 from kubetrain.common.kube.resources import Resource
 from kubetrain.common.kube.selectors import format_labels
@@ -52,6 +55,8 @@ class Manager:
     rights stop at those namespaces). `http_address=None` disables the HTTP server (tests); port 0 picks
     a free port (`http_port`). `metrics_address`, when set, is a second listener (`metrics_port`) for
     Prometheus, so that scraping and probing can use different ports (it answers the same paths).
+    `sync_patience` (seconds) goes to every informer: see the module docstring; None, the default, lets
+    informers retry for ever.
     """
 
     def __init__(
@@ -69,8 +74,10 @@ class Manager:
         metrics_guard: Guard | None = None,
         metrics_tls: ssl.SSLContext | None = None,
         shutdown_grace: float = 30.0,
+        sync_patience: float | None = None,
     ) -> None:
         self.api = api
+        self._sync_patience = sync_patience
         self.clock: Clock = clock or SystemClock()
         if metrics is not None:  # served as given: its registry is the one /metrics shows
             registry = metrics.registry
@@ -118,13 +125,15 @@ class Manager:
         if key not in self._informers:
             if scope is not None and len(scope) > 1:
                 self._informers[key] = MultiNamespaceInformer(
-                    self.api, resource, clock=self.clock, namespaces=scope, label_selector=selector
-                )
+                    self.api, resource, clock=self.clock, namespaces=scope, label_selector=selector,
+                    sync_patience=self._sync_patience,
+                )  # fmt: skip
             else:
                 ns = scope[0] if scope else None
                 self._informers[key] = Informer(
-                    self.api, resource, clock=self.clock, namespace=ns, label_selector=selector
-                )
+                    self.api, resource, clock=self.clock, namespace=ns, label_selector=selector,
+                    sync_patience=self._sync_patience,
+                )  # fmt: skip
         return self._informers[key]
 
     def controller(
@@ -175,7 +184,8 @@ class Manager:
         """Run until `stop()` (or SIGTERM/SIGINT if `handle_signals`); LeadershipLost if the Lease is lost.
 
         An informer or runnable that dies (they never return normally) stops the manager cleanly, and
-        `run()` then raises RuntimeError: a process with a dead cache must restart, not limp on.
+        `run()` then raises RuntimeError: a process with a dead cache must restart, not limp on. An
+        informer's CacheSyncError (with `sync_patience`) is raised as it is, for the caller to explain.
         """
         if handle_signals:
             self._signal_handlers(install=True)
@@ -199,6 +209,8 @@ class Manager:
             if handle_signals:
                 self._signal_handlers(install=False)
             log.info("manager stopped")
+        if isinstance(self._crash, CacheSyncError):
+            raise self._crash
         if self._crash is not None:
             raise RuntimeError(f"a background task of the manager died: {self._crash!r}") from self._crash
 
@@ -211,7 +223,10 @@ class Manager:
     def _on_background_exit(self, task: asyncio.Future[None]) -> None:
         if not task.cancelled():
             self._crash = task.exception() or RuntimeError("returned unexpectedly")
-            log.error("background task died (%r); stopping", self._crash)
+            if isinstance(self._crash, CacheSyncError):  # the caller explains it: no error line here
+                log.info("%s; stopping", self._crash)
+            else:
+                log.error("background task died (%r); stopping", self._crash)
             self.stop()
 
     async def _main(self) -> None:

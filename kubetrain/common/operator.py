@@ -97,6 +97,9 @@ class OperatorConfig:
     """Seconds a change of a job's pods waits, merging with other such changes, before it reconciles."""
     shutdown_grace: float = 30.0
     """Seconds in-flight reconciles get after SIGTERM."""
+    sync_patience: float | None = None
+    """With a value (seconds), an informer that cannot fill its cache at start-up stops the operator:
+    `serve()` raises its `CacheSyncError` (`kubetrain.common.Manager`); None: informers retry for ever."""
     user_agent: str = f"kubetrain-operator/{__version__}"
 
 
@@ -140,6 +143,7 @@ class Operator:
     async def serve(self) -> None:
         """Connect, `prepare`, build the manager and run it until a signal stops it, then close the clients.
         Raises `ConnectError` without credentials, `MetricsSetupError` without a metrics certificate,
+        `CacheSyncError` when an informer cannot sync (with `sync_patience`),
         `LeadershipLost` when the Lease is lost, `OSError` when
         an address cannot be bound, `RuntimeError` when an informer or recorder dies."""
         started = time.monotonic()
@@ -164,8 +168,7 @@ class Operator:
                 api=api,
             )
             manager = self.manager = self.build(clients, security)
-            stopper.target = manager.stop
-            manager.add_runnable(lambda: _announce_ready(manager, started))
+            manager.add_runnable(lambda: _announce_ready(manager, started, stopper))
             await manager.run()
         except asyncio.CancelledError:
             log.info("stopped during start-up")
@@ -176,7 +179,7 @@ class Operator:
         log.info("operator stopped")
 
     async def prepare(self, clients: Clients) -> None:
-        """Checks before the manager starts (the built-in operator lists what it watches). Default: none."""
+        """Checks before the manager starts (the built-in operator reads its Lease). Default: none."""
 
     def build(self, clients: Clients, security: MetricsSecurity | None = None) -> Manager:
         """The manager, with an Event recorder per kind and every controller added to it; `security`
@@ -194,6 +197,7 @@ class Operator:
             metrics_guard=security.guard,
             metrics_tls=security.tls,
             shutdown_grace=config.shutdown_grace,
+            sync_patience=config.sync_patience,
         )
         identity = config.leader_election.identity if config.leader_election else ""
         self.progress = self._progress(clients, manager)
@@ -263,15 +267,17 @@ class Operator:
         return client
 
 
-async def _announce_ready(manager: Manager, started: float) -> None:
-    """Log once when /readyz turns 200 (with the time since start-up began), then idle."""
+async def _announce_ready(manager: Manager, started: float, signals: _Signals) -> None:
+    """Log once when /readyz turns 200 (with the time since start-up began), then idle. From then on a
+    signal stops the manager cleanly; before, it cancels the start-up (nothing runs yet to drain)."""
     await manager.wait_synced()
+    signals.target = manager.stop
     log.info("ready %.2f s after start-up began (caches synced)", time.monotonic() - started)
     await asyncio.Event().wait()  # a runnable lives as long as the manager
 
 
 class _Signals:
-    """SIGTERM/SIGINT call `target`: at first, cancel start-up; once the manager runs, `manager.stop`."""
+    """SIGTERM/SIGINT call `target`: at first, cancel start-up; once the caches synced, `manager.stop`."""
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()

@@ -103,13 +103,14 @@ async def test_gone_in_the_stream_relists(world) -> None:
 async def test_network_errors_reconnect_from_the_last_version_without_relisting(world) -> None:
     clock, api, informer, log = world
     log.take()
+    watches = api.count("watch", CONFIGMAPS)
     api.fail("watch", TransportError("refused"), times=3)
     api.break_watches(TransportError("reset"))
     await api.create(CONFIGMAPS, "ns", cm("during", "1"))
     await clock.advance(0.8 + 1.6 + 3.2 + 6.4 + 0.1)  # backoff doubles between attempts
     assert log.take() == [("add", "during", "1")]
     assert informer.relists == 1
-    assert api.count("watch", CONFIGMAPS) == 5
+    assert api.count("watch", CONFIGMAPS) - watches == 4, "three refused, then one that works"
 
 
 async def test_bookmarks_advance_the_resume_point(world) -> None:
@@ -177,3 +178,16 @@ async def test_a_server_error_on_watch_lists_again_after_backoff(world) -> None:
     await clock.advance(0.8)
     assert informer.relists == 2, "an error answer is not retried on the same version forever"
     assert log.take() == [("update", "before", "1->2")]
+
+
+async def test_a_broken_watch_resumes_after_the_last_event_and_tells_nothing_twice(world) -> None:
+    clock, api, informer, log = world
+    log.take()
+    await api.delete(CONFIGMAPS, "ns", "before")
+    await settle()
+    api.break_watches(TransportError("connection reset"))
+    await clock.advance(1)
+    await api.create(CONFIGMAPS, "ns", cm("after", "1"))
+    await settle()
+    assert log.events == [("delete", "before", "1"), ("add", "after", "1")], "the delete told once"
+    assert informer.relists == 1

@@ -1,7 +1,8 @@
 """KubeApiClient, Informer and LeaderElector on a real kube-apiserver: what no fake can vouch for.
 
 Error mapping (404, 409 AlreadyExists vs Conflict, 422), watch from a resourceVersion with bookmarks,
-410 Gone on a too-old version and the informer's relist, and a real Lease with two candidates.
+410 Gone on a too-old version, the informer's streaming list (one request where client-go's informers
+make one too: no list) and its relist, and a real Lease with two candidates.
 """
 
 from __future__ import annotations
@@ -180,16 +181,25 @@ async def test_a_compacted_resource_version_is_gone(
 
 
 class Unplugged:
-    """The real client, with a switch that cuts every watch (open ones break, new ones fail)."""
+    """The real client, with a switch that cuts every watch (open ones break, new ones fail), counting
+    lists, streaming lists and plain watches."""
 
     def __init__(self, api: KubeApiClient) -> None:
         self.api = api
         self.cut = asyncio.Event()
+        self.lists = self.streaming_lists = self.watches = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.api, name)
 
+    async def list(self, *args: Any, **kwargs: Any) -> Any:
+        self.lists += 1
+        return await self.api.list(*args, **kwargs)
+
     async def watch(self, *args: Any, **kwargs: Any) -> AsyncGenerator[WatchEvent, None]:
+        streaming = bool(kwargs.get("send_initial_events"))
+        self.streaming_lists += streaming
+        self.watches += not streaming
         if self.cut.is_set():
             raise TransportError("test: network down")
         stream = self.api.watch(*args, **kwargs)
@@ -250,25 +260,73 @@ async def test_informer_tracks_changes_and_relists_after_gone(
     assert sorted(log[4:]) == [("add", "added"), ("delete", "removed"), ("update", "changed->changed!")]
     assert sorted(log[:4]) == [("add", "changed"), ("add", "live"), ("add", "removed"), ("add", "same")]
     assert sorted(o["message"] for o in informer.store) == ["added", "changed!", "live", "same"]
+    assert client.lists == 0, "the first sync and the relist after Gone were streaming lists"
+
+
+class Log:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def on_add(self, obj: Obj) -> None:
+        self.events.append(("add", obj["metadata"]["name"]))
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        self.events.append(("update", f"{new['metadata']['name']}={new['data']['v']}"))
+
+    def on_delete(self, obj: Obj) -> None:
+        self.events.append(("delete", obj["metadata"]["name"]))
+
+
+async def test_an_informer_starts_with_one_streaming_list_and_no_list(
+    api: KubeApiClient, namespace: str
+) -> None:
+    for name in ("a", "b"):
+        await api.create(CONFIGMAPS, namespace, cm(name, app="x"))
+    await api.create(CONFIGMAPS, namespace, cm("other", app="y"))
+    client = Unplugged(api)
+    informer = Informer(
+        client,  # type: ignore[arg-type]
+        CONFIGMAPS,
+        clock=SystemClock(),
+        namespace=namespace,
+        label_selector={"app": "x"},
+    )
+    log = Log()
+    informer.add_handler(log)
+    task = asyncio.ensure_future(informer.run())
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 15)
+        assert sorted(log.events) == [("add", "a"), ("add", "b")], "exactly what the selector selects"
+        assert sorted(o["metadata"]["name"] for o in informer.store) == ["a", "b"]
+        await api.create(CONFIGMAPS, namespace, cm("c", app="x"))
+        await api.patch(CONFIGMAPS, namespace, "a", {"data": {"v": "2"}})
+        await api.delete(CONFIGMAPS, namespace, "b")
+        await api.create(CONFIGMAPS, namespace, cm("ignored", app="y"))
+        await eventually(lambda: ("delete", "b") in log.events)
+        assert (client.lists, client.streaming_lists, client.watches) == (0, 1, 0), (
+            "one request: the streaming list, whose watch then carried the changes"
+        )
+        client.cut.set()  # the connection breaks: a watch resumes from the last version seen
+        await asyncio.sleep(0.2)
+        await api.create(CONFIGMAPS, namespace, cm("d", app="x"))
+        client.cut.clear()
+        await eventually(lambda: ("add", "d") in log.events)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert log.events[2:] == [("add", "c"), ("update", "a=2"), ("delete", "b"), ("add", "d")]
+    assert sorted(o["metadata"]["name"] for o in informer.store) == ["a", "c", "d"]
+    assert client.lists == 0 and client.streaming_lists == 1 and client.watches >= 1
+    assert informer.streaming_list and informer.relists == 1, "no refill after a broken connection"
 
 
 async def test_informer_sees_adds_updates_and_deletes(api: KubeApiClient, namespace: str) -> None:
     informer = Informer(
         api, CONFIGMAPS, clock=SystemClock(), namespace=namespace, label_selector={"app": "x"}
     )
-    log: list[tuple[str, str]] = []
-
-    class Handler:
-        def on_add(self, obj: Obj) -> None:
-            log.append(("add", obj["metadata"]["name"]))
-
-        def on_update(self, old: Obj, new: Obj) -> None:
-            log.append(("update", f"{new['metadata']['name']}={new['data']['v']}"))
-
-        def on_delete(self, obj: Obj) -> None:
-            log.append(("delete", obj["metadata"]["name"]))
-
-    informer.add_handler(Handler())
+    names = Log()
+    informer.add_handler(names)
+    log = names.events
     task = asyncio.ensure_future(informer.run())
     try:
         await asyncio.wait_for(informer.wait_synced(), 15)

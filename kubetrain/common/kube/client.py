@@ -173,9 +173,15 @@ class ApiClient(Protocol):
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Events strictly after `resource_version` (from a list, or the last event/bookmark seen).
 
+        - `send_initial_events=True` asks for a streaming list (KEP-3157): the stream starts with an ADDED
+          event for every object that matches, as of `resource_version` or newer ("": as of now, read
+          consistently), then a BOOKMARK whose `metadata.annotations["k8s.io/initial-events-end"]` is
+          "true", then goes on as any watch (bookmarks are on whatever `allow_bookmarks` says). A server
+          without the feature raises Invalid naming sendInitialEvents (the in-memory fake always does).
         - The iterator ends normally when the server closes the stream (after about `timeout_seconds`);
           the caller watches again from the last resourceVersion it saw.
         - A `resource_version` too old for the server (compacted) raises Gone, when the watch starts or

@@ -8,8 +8,10 @@ finalizers remain; watches that replay from a resourceVersion, bookmarks on dema
 history has been compacted. Failures can be injected per verb (`fail`). Every call is logged in `calls`.
 
 What it does not do, on purpose: garbage collection, admission, defaulting, validation, namespaces
-as objects, server-side apply, pods that run. Anything about real Kubernetes behaviour is tested on
-the real API server (tests/integration), never re-implemented here.
+as objects, server-side apply, pods that run, streaming lists (a watch with `send_initial_events` is
+refused as a server with the WatchList feature gate off refuses it, so informers list instead).
+Anything about real Kubernetes behaviour is tested on the real API server (tests/integration), never
+re-implemented here.
 """
 
 from __future__ import annotations
@@ -224,8 +226,15 @@ class InMemoryApiClient:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         self._enter("watch", res, namespace)
+        if send_initial_events:  # dumb: as a server with the WatchList feature gate off answers
+            raise Invalid(
+                "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the "
+                "WatchList feature gate is enabled",
+                reason="Invalid",
+            )
         since = int(resource_version) if resource_version not in ("", "0") else self._rv
         match = _matcher(label_selector, field_selector)
         return self._watch.open(

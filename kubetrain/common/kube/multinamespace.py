@@ -61,11 +61,24 @@ class MultiNamespaceInformer(Informer):
         )  # fmt: skip
 
     async def run(self) -> None:
-        """Run every member until cancelled; a member that dies takes the others down with it."""
-        async with asyncio.TaskGroup() as group:
-            for member in self.members:
-                group.create_task(member.run(), name=f"informer-{self.resource}-{member.namespace}")
-            group.create_task(self._synced_when_members_are())
+        """Run every member until cancelled; a member that dies takes the others down with it, and its
+        error is raised as it is (a member's CacheSyncError names its namespace)."""
+        # not a TaskGroup: it would wrap the error in an ExceptionGroup
+        tasks = [
+            asyncio.create_task(member.run(), name=f"informer-{self.resource}-{member.namespace}")
+            for member in self.members
+        ]
+        tasks.append(asyncio.create_task(self._synced_when_members_are()))
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if (err := task.exception()) is not None:
+                    raise err
+            raise RuntimeError(f"the informers of {self.resource} returned")  # members never return
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _synced_when_members_are(self) -> None:
         for member in self.members:

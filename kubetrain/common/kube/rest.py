@@ -180,11 +180,14 @@ class KubeApiClient:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         params = {
             "watch": "true",
             "resourceVersion": resource_version or None,
-            "allowWatchBookmarks": "true" if allow_bookmarks else None,
+            "allowWatchBookmarks": "true" if allow_bookmarks or send_initial_events else None,
+            "sendInitialEvents": "true" if send_initial_events else None,
+            "resourceVersionMatch": "NotOlderThan" if send_initial_events else None,
             "timeoutSeconds": str(timeout_seconds),
             "labelSelector": _selector(label_selector),
             "fieldSelector": field_selector,

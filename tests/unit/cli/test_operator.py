@@ -30,8 +30,10 @@ from kubetrain.cli.operator_options import (
     options_from_args,
     parse_address,
 )
+from kubetrain.common.errors import ApiError, Forbidden, NotFound, TransportError, Unauthorized
 from kubetrain.common.job import ServiceMode
 from kubetrain.common.kube.http import TLS_READ_BUFFER
+from kubetrain.common.kube.informer import CacheSyncError
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.controllers.registry import (
     CONTROLLERS,
@@ -385,3 +387,36 @@ def test_json_logs_keep_a_traceback_in_one_line() -> None:
     (line,) = stream.getvalue().splitlines()
     record = json.loads(line)
     assert "ValueError: boom" in record["error"] and "namespace" not in record
+
+
+@pytest.mark.parametrize(
+    ("namespace", "error", "code", "needles"),
+    [
+        (None, NotFound("the server could not find the requested resource"), 1,
+         ("the TFJob CRD is not installed", "kubectl apply -k manifests/crds", "out of --enable")),
+        (None, Forbidden("tfjobs.kubeflow.org is forbidden"), 4,
+         ("not allowed to read tfjobs.kubeflow.org in all namespaces", "manifests/base/rbac")),
+        ("team-a", Unauthorized("Unauthorized"), 4, ("rejected the operator's credentials",)),
+        ("team-a", TransportError("connection refused"), 4, ("cannot reach the API server",)),
+    ],
+)  # fmt: skip
+def test_an_informer_that_cannot_sync_stops_start_up_with_one_line_saying_what_to_fix(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    namespace: str | None,
+    error: ApiError,
+    code: int,
+    needles: tuple[str, ...],
+) -> None:
+    """The informers' first requests are the preflight: their CacheSyncError becomes the start-up error."""
+    resource = load_controller("TFJob").job_resource()
+
+    async def cannot_sync(self: object) -> None:
+        raise CacheSyncError(resource, namespace, error)
+
+    monkeypatch.setattr(operator_app._BuiltinOperator, "serve", cannot_sync)
+    flags = ("--enable", "TFJob", *((f"--namespace={namespace}",) if namespace else ()))
+    assert operator_app.run_operator(options(*flags)) == code
+    records = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    (line,) = [r["msg"] for r in records if r["level"] == "error"]
+    assert line.startswith("cannot start: ") and all(n in line for n in needles), line
