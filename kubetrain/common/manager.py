@@ -13,6 +13,13 @@ exit (and be restarted), never keep acting. With `sync_patience`, an informer th
 at start-up (no such CRD, no RBAC rule, an unreachable server; busy answers for longer than the patience)
 stops the manager, and `run()` raises its `CacheSyncError`: the informers' first requests are the
 start-up check, with no request of their own.
+
+Informers are shared: `informer(res, label_selector=...)` makes one per resource, scope and exact
+selector. `labelled_informer(res, key=..., value=...)` is for several controllers that each want the
+objects whose label `key` has their own `value` (each kind's `operator-name`): all of them share one
+informer per resource, scope and key, which selects `key in (every value asked for, sorted)`. That is one
+list and one watch (one connection) instead of one per controller; each reader picks its own objects out
+of the shared store (e.g. by the controller-uid index). Its selector is fixed when `run()` starts.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -45,9 +53,14 @@ log = logging.getLogger(__name__)
 
 Runnable = Callable[[], Awaitable[None]]
 
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+"""A non-empty label value (the API server's rule): what a set-based selector can carry."""
+
+_Scope = tuple[str, ...] | None
+
 
 class Manager:
-    """Owns the informers (one per Resource and scope, shared by all controllers) and runs everything.
+    """Owns the informers (one per Resource, scope and selector, shared by controllers) and runs everything.
 
     `api` serves informers and controllers; `leader_api` (a separate client with its own rate limit)
     serves leader election. `namespace` scopes every informer by default: None (cluster-wide), one
@@ -86,7 +99,10 @@ class Manager:
         self.namespaces = _scope(namespace)
         """The default scope of informers: None (cluster-wide) or the namespaces, deduplicated, in order."""
         self.controllers: list[Controller] = []
-        self._informers: dict[tuple[Resource, tuple[str, ...] | None, str | None], Informer] = {}
+        self._informers: dict[tuple[Resource, _Scope, str | None], Informer] = {}
+        self._labelled: dict[tuple[Resource, _Scope, str], tuple[Informer, set[str]]] = {}
+        """The `labelled_informer`s by (resource, scope, label key), with the values asked for."""
+        self._started = False
         self._runnables: list[Runnable] = []
         self._elector = (
             LeaderElector(leader_api or api, leader_election, clock=self.clock) if leader_election else None
@@ -123,18 +139,60 @@ class Manager:
         selector = format_labels(label_selector) if label_selector else None
         key = (resource, scope, selector)
         if key not in self._informers:
-            if scope is not None and len(scope) > 1:
-                self._informers[key] = MultiNamespaceInformer(
-                    self.api, resource, clock=self.clock, namespaces=scope, label_selector=selector,
-                    sync_patience=self._sync_patience,
-                )  # fmt: skip
-            else:
-                ns = scope[0] if scope else None
-                self._informers[key] = Informer(
-                    self.api, resource, clock=self.clock, namespace=ns, label_selector=selector,
-                    sync_patience=self._sync_patience,
-                )  # fmt: skip
+            self._informers[key] = self._new_informer(resource, scope, selector)
         return self._informers[key]
+
+    def labelled_informer(
+        self, resource: Resource, *, key: str, value: str, namespace: str | None = None
+    ) -> Informer:
+        """The informer of the `resource` objects whose label `key` is `value`, shared with every caller
+        that asks for the same resource, scope and `key` (with any value): it selects `key in (values)`,
+        so its store holds the objects of every value; pick yours out of it (by controller-uid, owner).
+
+        Values are collected until `run()` starts; a value new after that is a RuntimeError, since the
+        informer already lists and watches with its selector."""
+        if not _LABEL_VALUE.match(value):
+            raise ValueError(
+                f"labelled_informer({resource}, key={key!r}, value={value!r}): the value must be a label "
+                "value (1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
+            )
+        scope = (namespace,) if namespace is not None else self.namespaces
+        shared = self._labelled.get((resource, scope, key))
+        if self._started and (shared is None or value not in shared[1]):
+            raise RuntimeError(
+                f"labelled_informer({resource}, key={key!r}, value={value!r}) after the manager started: "
+                "the shared informer's selector was fixed at start; ask for it before Manager.run()"
+            )
+        if shared is None:
+            informer = self._new_informer(resource, scope, f"{key} in ({value})")  # fixed at start
+            shared = self._labelled[(resource, scope, key)] = (informer, set())
+        shared[1].add(value)
+        return shared[0]
+
+    def _new_informer(self, resource: Resource, scope: _Scope, selector: str | None) -> Informer:
+        if scope is not None and len(scope) > 1:
+            return MultiNamespaceInformer(
+                self.api, resource, clock=self.clock, namespaces=scope, label_selector=selector,
+                sync_patience=self._sync_patience,
+            )  # fmt: skip
+        ns = scope[0] if scope else None
+        return Informer(
+            self.api, resource, clock=self.clock, namespace=ns, label_selector=selector,
+            sync_patience=self._sync_patience,
+        )  # fmt: skip
+
+    def _fix_selectors(self) -> None:
+        """Give each labelled informer its final selector, every value asked for, before it first lists."""
+        for (_resource, _scope, key), (informer, values) in self._labelled.items():
+            selector = f"{key} in ({','.join(sorted(values))})"
+            members = informer.members if isinstance(informer, MultiNamespaceInformer) else []
+            for each in (informer, *members):
+                each.label_selector = selector
+
+    @property
+    def informers(self) -> list[Informer]:
+        """Every informer `run()` starts: the exact-selector ones, then the labelled ones."""
+        return [*self._informers.values(), *(informer for informer, _ in self._labelled.values())]
 
     def controller(
         self, name: str, reconciler: Reconciler, *, workers: int = 1, **options: Any
@@ -191,8 +249,10 @@ class Manager:
             self._signal_handlers(install=True)
         background: list[asyncio.Future[None]] = []
         try:
+            self._started = True
+            self._fix_selectors()
             await self._start_servers()  # OSError (e.g. port in use) after undoing what was started
-            background = [asyncio.ensure_future(inf.run()) for inf in self._informers.values()]
+            background = [asyncio.ensure_future(inf.run()) for inf in self.informers]
             background += [asyncio.ensure_future(r()) for r in self._runnables]
             for task in background:
                 task.add_done_callback(self._on_background_exit)
@@ -247,7 +307,7 @@ class Manager:
             return False
         self._synced = True
         self._synced_event.set()
-        log.info("caches synced (%d informers)", len(self._informers))
+        log.info("caches synced (%d informers)", len(self.informers))
         return True
 
     async def _elect_and_lead(self, stopper: asyncio.Future[object]) -> None:
@@ -267,7 +327,7 @@ class Manager:
             raise err
 
     async def _wait_synced(self) -> None:
-        for informer in self._informers.values():
+        for informer in self.informers:
             await informer.wait_synced()
 
     def _set_leading(self, value: int) -> None:
