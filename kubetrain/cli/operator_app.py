@@ -21,7 +21,6 @@ module adds the Lease check, the explanations and the built-in kinds' `Controlle
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any

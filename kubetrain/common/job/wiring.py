@@ -11,7 +11,9 @@ library's 0), so that the changes of a job's pods within it cost one reconcile a
 change that completes the job's expectations (the pods its last reconcile created or deleted) enqueues it at
 once, so that slow-start batches and replacements do not wait.
 Owned-object informers are scoped by the `operator-name` label, so the operator caches its own pods,
-not every pod of the cluster.
+not every pod of the cluster; the controllers of all kinds share them (`Manager.labelled_informer`: one
+informer of pods for every kind, selecting `operator-name in (...)`), so every handler here sees the other
+kinds' children too and acts only on those whose controlling owner is of its own kind.
 """
 
 from __future__ import annotations
@@ -93,13 +95,19 @@ class OwnedObjectHandler:
             self._enqueue(job, observed=bool(self._expect) and template_child)
 
     def on_update(self, old: Obj, new: Obj) -> None:
+        jobs = {*self._owner(old), *self._owner(new)}
+        if not jobs:  # another kind's (the informer is shared): none of its bookkeeping is ours
+            return
         started_deleting = objects.is_deleting(new) and not objects.is_deleting(old)
         if self._expect and started_deleting and is_template_child(new, prefix=self._prefix):
             self._deleting(new)
-        for job in {*self._owner(old), *self._owner(new)}:
+        for job in jobs:
             self._enqueue(job, observed=started_deleting)
 
     def on_delete(self, obj: Obj) -> None:
+        jobs = tuple(self._owner(obj))
+        if not jobs:
+            return
         if (
             self._expect
             and is_template_child(obj, prefix=self._prefix)
@@ -107,7 +115,7 @@ class OwnedObjectHandler:
         ):
             self._deleting(obj)
         self._terminating.discard(objects.uid(obj))
-        for job in self._owner(obj):
+        for job in jobs:
             self._enqueue(job, observed=True)
 
     def _enqueue(self, job: Request, *, observed: bool) -> None:
@@ -170,10 +178,12 @@ def add_job_controller(
     `options` go to the JobController (e.g. `terminating_timeout`). The controller is named
     `<singular>-controller`, e.g. `tfjob-controller`.
     """
-    scope = {label_key("operator-name", cls.kind.label_prefix): cls.kind.operator_name}
+    key, value = label_key("operator-name", cls.kind.label_prefix), cls.kind.operator_name
     job_resource = cls.job_resource()
     informers = {
-        res: manager.informer(res) if res == job_resource else manager.informer(res, label_selector=scope)
+        res: manager.informer(res)
+        if res == job_resource
+        else manager.labelled_informer(res, key=key, value=value)
         for res in cls.resources_for(gang)
     }
     job_controller = cls(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from kubetrain.api import JobStatus, KindInfo
-from kubetrain.common.job.labels import OPERATOR_NAME_LABEL
+from kubetrain.common.job.labels import label_key
 from kubetrain.common.job.status import is_finished
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.authn import TokenAuthenticator
@@ -82,9 +82,8 @@ class ProgressService:
             registry=registry,
         )
         jobs = {info: manager.informer(_resource(info)) for info in kinds}
-        pods = [
-            manager.informer(PODS, label_selector={OPERATOR_NAME_LABEL: i.operator_name}).store for i in kinds
-        ]
+        # the controllers' own pods informers (one per label key, shared by the kinds: see `Manager`)
+        pods = list(dict.fromkeys(_pods_of(manager, info) for info in kinds))
         reports = StatusReports(
             TokenAuthenticator(reviews or api, audiences=[config.audience], clock=manager.clock),
             jobs=lambda info: jobs[info].store.get if info in jobs else _nothing,
@@ -171,6 +170,11 @@ def _finished(job: Obj) -> bool:
 
 def _resource(info: KindInfo) -> Resource:
     return Resource(info.group, info.version, info.plural, info.kind)
+
+
+def _pods_of(manager: Manager, info: KindInfo) -> Store:
+    key = label_key("operator-name", info.label_prefix)
+    return manager.labelled_informer(PODS, key=key, value=info.operator_name).store
 
 
 def _nothing(namespace: str, name: str) -> Obj | None:
