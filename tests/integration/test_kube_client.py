@@ -188,6 +188,8 @@ class Unplugged:
         self.api = api
         self.cut = asyncio.Event()
         self.lists = self.streaming_lists = self.watches = 0
+        self.resets = 0
+        """Open watches the switch broke: proof that the informer saw the network go down."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.api, name)
@@ -212,6 +214,7 @@ class Unplugged:
                 if not step.done():
                     step.cancel()
                     await asyncio.gather(step, return_exceptions=True)
+                    self.resets += 1
                     raise TransportError("test: connection reset")
                 try:
                     yield step.result()
@@ -247,7 +250,7 @@ async def test_informer_tracks_changes_and_relists_after_gone(
         await api.create(EVENTS, namespace, event("live", namespace))
         await eventually(lambda: ("add", "live") in log)
         client.cut.set()  # the watch breaks; while it is down, things change and etcd compacts
-        await asyncio.sleep(0.2)
+        await eventually(lambda: client.resets >= 1)
         await api.create(EVENTS, namespace, event("added", namespace))
         await api.patch(EVENTS, namespace, "changed", {"message": "changed!"})
         await api.delete(EVENTS, namespace, "removed")
@@ -307,7 +310,7 @@ async def test_an_informer_starts_with_one_streaming_list_and_no_list(
             "one request: the streaming list, whose watch then carried the changes"
         )
         client.cut.set()  # the connection breaks: a watch resumes from the last version seen
-        await asyncio.sleep(0.2)
+        await eventually(lambda: client.resets >= 1)
         await api.create(CONFIGMAPS, namespace, cm("d", app="x"))
         client.cut.clear()
         await eventually(lambda: ("add", "d") in log.events)
