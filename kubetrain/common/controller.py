@@ -25,7 +25,7 @@ from typing import Any
 from kubetrain.common.clock import Clock, wait_with_deadline
 from kubetrain.common.errors import ApiError, TerminalError
 from kubetrain.common.handlers import Enqueue, Mapper, for_object
-from kubetrain.common.kube.informer import Informer, ResourceEventHandler
+from kubetrain.common.kube.informer import ControllerKind, Informer, ResourceEventHandler
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.common.metrics import Metrics
 from kubetrain.common.queue import QueueShutDown, WorkQueue
@@ -75,10 +75,17 @@ class Controller:
         """Enqueue `mapper(obj)` for each change the informer sees (the Manager waits for its sync)."""
         self.observe(informer, Enqueue(self.queue, mapper))
 
-    def observe(self, informer: Informer, handler: ResourceEventHandler) -> None:
+    def observe(
+        self,
+        informer: Informer,
+        handler: ResourceEventHandler,
+        *,
+        controlled_by: ControllerKind | None = None,
+    ) -> None:
         """Give the informer's changes to `handler` (which enqueues what it decides); the Manager waits for
-        the informer's sync before this controller runs."""
-        informer.add_handler(handler)
+        the informer's sync before this controller runs. `controlled_by=(group, kind)`: only the changes of
+        objects controlled by that kind (see `Informer.add_handler`)."""
+        informer.add_handler(handler, controlled_by=controlled_by)
         if informer not in self.informers:
             self.informers.append(informer)
 

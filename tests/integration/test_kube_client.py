@@ -140,6 +140,36 @@ async def test_watch_from_a_resource_version_replays_and_bookmarks(
     assert int(bookmark.object["metadata"]["resourceVersion"]) >= int(since)
 
 
+async def test_watch_and_list_can_leave_managed_fields_out(api: KubeApiClient, namespace: str) -> None:
+    """What an informer asks for: the server's objects, less `metadata.managedFields` and nothing else."""
+    since = (await api.list(CONFIGMAPS, namespace)).resource_version
+    await api.create(CONFIGMAPS, namespace, cm("m", team="x"))
+    await api.patch(CONFIGMAPS, namespace, "m", {"data": {"v": "2"}})
+
+    def mine(events: list[WatchEvent]) -> list[WatchEvent]:
+        return [e for e in events if e.object["metadata"].get("name") == "m"]
+
+    full, lean = [
+        mine(
+            await asyncio.wait_for(
+                collect(
+                    api.watch(CONFIGMAPS, namespace, resource_version=since, managed_fields=keep),
+                    lambda seen: len(mine(seen)) == 2,
+                ),
+                30,
+            )
+        )
+        for keep in (True, False)
+    ]
+    assert all(e.object["metadata"]["managedFields"] for e in full), "the server does send them"
+    for with_fields, without in zip(full, lean, strict=True):
+        assert "managedFields" not in without.object["metadata"]
+        del with_fields.object["metadata"]["managedFields"]
+        assert without == with_fields
+    listed = (await api.list(CONFIGMAPS, namespace, label_selector={"team": "x"}, managed_fields=False)).items
+    assert listed == [lean[-1].object]
+
+
 def compact_etcd(control_plane: Any, revision: str) -> None:
     """Compact etcd at `revision`, as kube-apiserver does every 5 minutes, so older versions are gone.
 

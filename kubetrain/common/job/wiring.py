@@ -12,8 +12,9 @@ change that completes the job's expectations (the pods its last reconcile create
 once, so that slow-start batches and replacements do not wait.
 Owned-object informers are scoped by the `operator-name` label, so the operator caches its own pods,
 not every pod of the cluster; the controllers of all kinds share them (`Manager.labelled_informer`: one
-informer of pods for every kind, selecting `operator-name in (...)`), so every handler here sees the other
-kinds' children too and acts only on those whose controlling owner is of its own kind.
+informer of pods for every kind, selecting `operator-name in (...)`). Each kind's handler is added routed
+to its kind (`controlled_by`), so the informer tells it only of the objects its kind controls, having
+looked up the owner once per event for all kinds; the handler still checks the owner itself.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def watch_job_resources(
             delay=child_event_delay,
             prefix=job_controller.kind.label_prefix,
         )
-        controller.observe(informers[resource], handler)
+        kind = job_controller.kind
+        controller.observe(informers[resource], handler, controlled_by=(kind.group, kind.kind))
 
 
 def add_job_controller(

@@ -101,8 +101,10 @@ class ApiClient(Protocol):
         *,
         label_selector: LabelSelector | None = None,
         field_selector: str | None = None,
+        managed_fields: bool = True,
     ) -> ObjectList:
-        """All matching objects (pagination is handled inside) and the list's resourceVersion."""
+        """All matching objects (pagination is handled inside) and the list's resourceVersion.
+        `managed_fields=False`: the objects come without `metadata.managedFields`."""
         ...
 
     async def create(self, res: Resource, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
@@ -174,8 +176,12 @@ class ApiClient(Protocol):
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
         send_initial_events: bool = False,
+        managed_fields: bool = True,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Events strictly after `resource_version` (from a list, or the last event/bookmark seen).
+
+        - `managed_fields=False`: the objects come without `metadata.managedFields` (what an informer
+          drops: the client may then skip decoding it).
 
         - `send_initial_events=True` asks for a streaming list (KEP-3157): the stream starts with an ADDED
           event for every object that matches, as of `resource_version` or newer ("": as of now, read

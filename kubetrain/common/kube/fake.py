@@ -118,11 +118,12 @@ class InMemoryApiClient:
         *,
         label_selector: LabelSelector | None = None,
         field_selector: str | None = None,
+        managed_fields: bool = True,
     ) -> ObjectList:
         self._enter("list", res, namespace)
         match = _matcher(label_selector, field_selector)
         items = [
-            copy.deepcopy(o)
+            _trimmed(copy.deepcopy(o), managed_fields)
             for k, o in sorted(self._objects.items())
             if (k[0], k[1]) == (res.group, res.plural) and namespace in (None, k[2]) and match(o)
         ]
@@ -227,6 +228,7 @@ class InMemoryApiClient:
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
         send_initial_events: bool = False,
+        managed_fields: bool = True,
     ) -> AsyncGenerator[WatchEvent, None]:
         self._enter("watch", res, namespace)
         if send_initial_events:  # dumb: as a server with the WatchList feature gate off answers
@@ -237,7 +239,7 @@ class InMemoryApiClient:
             )
         since = int(resource_version) if resource_version not in ("", "0") else self._rv
         match = _matcher(label_selector, field_selector)
-        return self._watch.open(
+        stream = self._watch.open(
             (res.group, res.plural),
             namespace,
             since=since,
@@ -245,6 +247,7 @@ class InMemoryApiClient:
             bookmarks=allow_bookmarks,
             timeout=float(timeout_seconds),
         )
+        return stream if managed_fields else _trimmed_events(stream)
 
     async def close(self) -> None:
         self.break_watches()
@@ -330,3 +333,17 @@ def _stale(res: Resource, name: str) -> Conflict:
 
 def _ts(clock: Clock) -> str:
     return clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _trimmed(obj: Obj, managed_fields: bool) -> Obj:
+    if not managed_fields:
+        obj.get("metadata", {}).pop("managedFields", None)
+    return obj
+
+
+async def _trimmed_events(stream: AsyncGenerator[WatchEvent, None]) -> AsyncGenerator[WatchEvent, None]:
+    try:
+        async for event in stream:  # each event is the watcher's own copy
+            yield WatchEvent(event.type, _trimmed(event.object, False))
+    finally:
+        await stream.aclose()

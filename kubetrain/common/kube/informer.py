@@ -46,13 +46,15 @@ from kubetrain.common.kube.client import ApiClient, WatchEvent, WatchEventType
 from kubetrain.common.kube.resources import Obj, Resource
 from kubetrain.common.kube.store import Store
 
-__all__ = ["CacheSyncError", "Informer", "ResourceEventHandler", "strip_managed_fields"]
+__all__ = ["CacheSyncError", "ControllerKind", "Informer", "ResourceEventHandler", "strip_managed_fields"]
 
 log = logging.getLogger(__name__)
 
 _INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 """The annotation of the BOOKMARK that ends a streaming list's initial objects."""
 _Stream = AsyncGenerator[WatchEvent, None]
+ControllerKind = tuple[str, str]
+"""(API group, kind) of a controlling owner, e.g. ("kubeflow.org", "MPIJob"): see `Informer.add_handler`."""
 _BUSY = (TooManyRequests, ServerError, Timeout)
 """Answers worth waiting out before the first sync (with `sync_patience`); any other error is final."""
 
@@ -126,10 +128,14 @@ class Informer:
         self.field_selector = field_selector
         self.store = Store()
         self._transform = transform or strip_managed_fields
+        # The default drops managedFields: asked of the client, which then need not decode it at all.
+        self._managed_fields = transform is not None
         self._clock = clock
         self._watch_timeout = watch_timeout_seconds
         self._backoff = (initial_backoff, max_backoff)
-        self._handlers: list[ResourceEventHandler] = []
+        self._handlers: list[tuple[ControllerKind | None, ResourceEventHandler]] = []
+        self._routes: dict[ControllerKind | None, list[ResourceEventHandler]] = {}  # built from _handlers
+        self._routed = False  # whether any handler is routed by controller kind
         self._synced = asyncio.Event()
         self._failures = 0  # consecutive; reset by any event, so backoff restarts after a healthy stream
         self._patience = sync_patience
@@ -147,12 +153,22 @@ class Informer:
     async def wait_synced(self) -> None:
         await self._synced.wait()
 
-    def add_handler(self, handler: ResourceEventHandler) -> None:
-        """Register a handler; if the cache is already filled, it first gets `on_add` for every object."""
-        self._handlers.append(handler)
+    def add_handler(
+        self, handler: ResourceEventHandler, *, controlled_by: ControllerKind | None = None
+    ) -> None:
+        """Register a handler; if the cache is already filled, it first gets `on_add` for every object.
+
+        `controlled_by=(group, kind)`: the handler is told only of objects whose controlling owner (the
+        ownerReference with `controller: true`) is of that kind, before or after the change. The informer
+        looks up the owner once per event for all such handlers, so an informer shared by many kinds'
+        controllers does not have each of them look at every other kind's objects."""
+        self._handlers.append((controlled_by, handler))
+        self._routes = {}
+        self._routed = self._routed or controlled_by is not None
         if self.has_synced:
             for obj in self.store:
-                self._call(handler.on_add, obj)
+                if controlled_by is None or _controller_kind(obj) == controlled_by:
+                    self._call(handler.on_add, obj)
 
     async def run(self) -> None:
         """Fill the cache and watch until cancelled. Never returns otherwise; API errors are retried with
@@ -202,6 +218,7 @@ class Informer:
             self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
+            managed_fields=self._managed_fields,
         )
         self._replace(listed.items)
         return listed.resource_version, self._open(listed.resource_version)
@@ -250,6 +267,7 @@ class Informer:
             field_selector=self.field_selector,
             timeout_seconds=self._watch_timeout,
             send_initial_events=initial_events,
+            managed_fields=self._managed_fields,
         )
 
     async def _follow(self, stream: _Stream) -> None:
@@ -275,10 +293,11 @@ class Informer:
         if old is not None and objects.resource_version(old) == objects.resource_version(obj):
             return
         self.store.upsert(obj)
-        for h in list(self._handlers):
-            if old is None:
+        if old is None:
+            for h in self._handlers_for(obj):
                 self._call(h.on_add, obj)
-            else:
+        else:
+            for h in self._handlers_for(obj, old):
                 self._call(h.on_update, old, obj)
 
     def _removed(self, namespace: str, name: str, final: Obj | None) -> None:
@@ -286,14 +305,36 @@ class Informer:
         last = final if final is not None else old
         if last is None:
             return
-        for h in list(self._handlers):
+        for h in self._handlers_for(last):
             self._call(h.on_delete, last)
+
+    def _handlers_for(self, obj: Obj, old: Obj | None = None) -> list[ResourceEventHandler]:
+        """The handlers to tell of a change to `obj` (from `old`), in the order they were added: the
+        unrouted ones, and those routed to the kind that controls it, now or before."""
+        if not self._routed:
+            return [h for _, h in self._handlers]
+        kinds = {_controller_kind(obj)}
+        if old is not None:
+            kinds.add(_controller_kind(old))
+        if len(kinds) > 1:
+            return [h for route, h in self._handlers if route is None or route in kinds]
+        (kind,) = kinds
+        if kind not in self._routes:
+            self._routes[kind] = [h for route, h in self._handlers if route is None or route == kind]
+        return list(self._routes[kind])
 
     def _call(self, fn: Callable[..., None], *args: Obj) -> None:
         try:
             fn(*args)
         except Exception:
             log.exception("event handler for %s failed", self.resource)
+
+
+def _controller_kind(obj: Obj) -> ControllerKind | None:
+    ref = objects.controller_of(obj)
+    if ref is None:
+        return None
+    return str(ref.get("apiVersion", "")).rpartition("/")[0], str(ref.get("kind", ""))
 
 
 def _refuses_streaming(err: ApiError) -> bool:

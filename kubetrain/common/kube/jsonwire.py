@@ -6,7 +6,14 @@ time and encodes a pod's create body in a ninth (`python bench/json_codecs.py`; 
 is as fast, but decodes an integer past 64 bits as a float, silently; msgspec keeps it exact, as json
 does, and encodes whatever json encoded here (integer keys as strings).
 
-Malformed JSON raises `msgspec.DecodeError`, a `ValueError`.
+Watch events and list pages can be read without `metadata.managedFields` (`managed_fields=False`), the
+field an informer drops anyway: it is about half of a pod's bytes and most of its small dicts. Each
+object is split into its members as raw JSON first, and only the members kept are decoded, so the
+dropped field is never built; fewer objects also mean fewer garbage collections. A pod's watch event
+(7 KB, from the bench's kwok cluster) costs 45 us instead of 63 us, or 77 us instead of 203 us while a
+growing cache is kept alive (the collector's share), `python bench/json_codecs.py`.
+
+Malformed JSON, or an event or page of the wrong shape, raises `msgspec.DecodeError`, a `ValueError`.
 """
 
 from __future__ import annotations
@@ -15,10 +22,25 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["dumps", "loads"]
+__all__ = ["dumps", "loads", "loads_list", "loads_watch_event"]
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
+_members = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+class _Event(msgspec.Struct):
+    type: str
+    object: dict[str, msgspec.Raw] = msgspec.field(default_factory=dict)
+
+
+class _Page(msgspec.Struct):
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    items: list[dict[str, msgspec.Raw]] | None = None
+
+
+_event = msgspec.json.Decoder(_Event)
+_page = msgspec.json.Decoder(_Page)
 
 
 def loads(data: bytes | str) -> Any:
@@ -29,3 +51,34 @@ def loads(data: bytes | str) -> Any:
 def dumps(value: object) -> bytes:
     """`value` as compact UTF-8 JSON."""
     return _encoder.encode(value)
+
+
+def loads_watch_event(data: bytes | str, *, managed_fields: bool = True) -> dict[str, Any]:
+    """One watch event, `{"type": ..., "object": {...}}`; `managed_fields=False` leaves out the object's
+    `metadata.managedFields` without decoding it."""
+    if managed_fields:
+        event: dict[str, Any] = _decoder.decode(data)
+        return event
+    lean = _event.decode(data)
+    return {"type": lean.type, "object": _without_managed_fields(lean.object)}
+
+
+def loads_list(data: bytes | str, *, managed_fields: bool = True) -> dict[str, Any]:
+    """One page of a list, `{"metadata": {...}, "items": [...]}` (other members are not kept when
+    `managed_fields=False`, which leaves out each item's `metadata.managedFields` without decoding it)."""
+    if managed_fields:
+        page: dict[str, Any] = _decoder.decode(data)
+        return page
+    lean = _page.decode(data)
+    return {"metadata": lean.metadata, "items": [_without_managed_fields(item) for item in lean.items or ()]}
+
+
+def _without_managed_fields(members: dict[str, msgspec.Raw]) -> dict[str, Any]:
+    obj = {}
+    for key, raw in members.items():
+        if key == "metadata":
+            meta = _members.decode(raw)
+            obj[key] = {k: _decoder.decode(v) for k, v in meta.items() if k != "managedFields"}
+        else:
+            obj[key] = _decoder.decode(raw)
+    return obj

@@ -107,6 +107,7 @@ class KubeApiClient:
         *,
         label_selector: LabelSelector | None = None,
         field_selector: str | None = None,
+        managed_fields: bool = True,
     ) -> ObjectList:
         params = {
             "labelSelector": _selector(label_selector),
@@ -115,7 +116,8 @@ class KubeApiClient:
         }
         items: list[Obj] = []
         while True:
-            page = await self._request("GET", res.path(namespace), params=params)
+            data = await self._read("GET", res.path(namespace), params=params)
+            page = jsonwire.loads_list(data or b"{}", managed_fields=managed_fields)
             items.extend(_with_kind(res, item) for item in page.get("items") or ())
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
@@ -181,6 +183,7 @@ class KubeApiClient:
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
         send_initial_events: bool = False,
+        managed_fields: bool = True,
     ) -> AsyncGenerator[WatchEvent, None]:
         params = {
             "watch": "true",
@@ -196,7 +199,7 @@ class KubeApiClient:
         read = timeout_seconds + 30
         async with self._open("GET", path, params=params, total=None, read=read, stream=True) as resp:
             async for line in _lines(resp):
-                event = jsonwire.loads(line)
+                event = jsonwire.loads_watch_event(line, managed_fields=managed_fields)
                 if event.get("type") == "ERROR":
                     raise error_from_status(0, event.get("object") or {})
                 yield WatchEvent(WatchEventType(event["type"]), event.get("object") or {})
@@ -214,11 +217,23 @@ class KubeApiClient:
     ) -> Obj:
         """The answer's JSON; `{}` when empty or not wanted (`decode=False`: read, so the connection is
         reused, but not parsed: a pod's answer is most of the cost of a request on our side)."""
+        data = await self._read(method, path, params=params, body=body, content_type=content_type)
+        return jsonwire.loads(data) if data and decode else {}
+
+    async def _read(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str | None] | None = None,
+        body: object = None,
+        content_type: str = "application/json",
+    ) -> bytes:
+        """The answer's body, undecoded."""
         async with self._open(
             method, path, params=params, body=body, content_type=content_type, total=self._timeout
         ) as resp:
-            data = await resp.read()
-        return jsonwire.loads(data) if data and decode else {}
+            return await resp.read()
 
     @contextlib.asynccontextmanager
     async def _open(

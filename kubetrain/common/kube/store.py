@@ -108,11 +108,18 @@ class Store:
         """Store `obj`; return the previous state or None."""
         key = objects.request_for(obj)
         old = self._items.get(key)
-        if old is not None:
-            self._unfile(key, old)
         self._items[key] = obj
-        for name in self._index_fns:
-            self._file(name, key, obj)
+        for name, fn in self._index_fns.items():
+            values = tuple(fn(obj))
+            if old is not None:
+                before = tuple(fn(old))
+                if before == values:  # the usual update (owner and labels unchanged): refile in place
+                    for value in values:
+                        self._indexes[name][value][key] = obj
+                    continue
+                self._unfile_one(name, key, before)
+            for value in values:
+                self._indexes[name].setdefault(value, {})[key] = obj
         return old
 
     def remove(self, namespace: str, name: str) -> Obj | None:
@@ -129,9 +136,12 @@ class Store:
 
     def _unfile(self, key: Request, obj: Obj) -> None:
         for name, fn in self._index_fns.items():
-            for value in fn(obj):
-                bucket = self._indexes[name].get(value)
-                if bucket is not None:
-                    bucket.pop(key, None)
-                    if not bucket:
-                        del self._indexes[name][value]
+            self._unfile_one(name, key, fn(obj))
+
+    def _unfile_one(self, index: str, key: Request, values: Iterable[str]) -> None:
+        for value in values:
+            bucket = self._indexes[index].get(value)
+            if bucket is not None:
+                bucket.pop(key, None)
+                if not bucket:
+                    del self._indexes[index][value]

@@ -20,8 +20,10 @@ async def _loop_type() -> type[asyncio.AbstractEventLoop]:
 
 @pytest.fixture(autouse=True)
 def _unfreeze() -> Any:
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()  # run() freezes what exists; give this test process's objects back to the collector
+    gc.set_threshold(*thresholds)
 
 
 def test_uvloop_runs_the_operator_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,3 +68,14 @@ def test_objects_made_before_the_loop_are_frozen_out_of_the_collector(
     gc.unfreeze()
     eventloop.run(_loop_type())
     assert gc.get_freeze_count() > 0
+
+
+def test_the_young_collection_runs_less_often_while_the_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)
+    gc.set_threshold(700, 10, 10)
+
+    async def thresholds() -> tuple[int, ...]:
+        return gc.get_threshold()
+
+    assert eventloop.run(thresholds()) == (eventloop.YOUNG_THRESHOLD, 10, 10)
+    assert eventloop.YOUNG_THRESHOLD > 700

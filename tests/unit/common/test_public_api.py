@@ -45,7 +45,9 @@ PUBLIC = {
     ],
     "kube.fake": ["Call", "InMemoryApiClient"],
     "kube.fake_watch": ["EventKey", "WatchHub"],
-    "kube.informer": ["CacheSyncError", "Informer", "ResourceEventHandler", "strip_managed_fields"],
+    "kube.informer": [
+        "CacheSyncError", "ControllerKind", "Informer", "ResourceEventHandler", "strip_managed_fields",
+    ],
     "kube.objects": [
         "annotations", "controller_of", "generation", "is_deleting", "labels", "name", "namespace",
         "owner_reference", "request_for", "resource_version", "uid",

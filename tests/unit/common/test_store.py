@@ -65,3 +65,17 @@ def test_label_selector_on_list() -> None:
     store.upsert(pod("a", job="j"))
     store.upsert(pod("b", job="k"))
     assert names(store.list("ns", label_selector={JOB_NAME_LABEL: "k"})) == ["b"]
+
+
+def test_an_update_that_keeps_owner_and_labels_refiles_the_new_state() -> None:
+    """Indexes hand out the object as it is now, not the state it was filed with."""
+    store = Store()
+    store.upsert(pod("a", owner="u1", job="j"))
+    store.upsert(pod("a", owner="u1", job="j", rv="2"))
+    for index, value in ((INDEX_CONTROLLER_UID, "u1"), (INDEX_JOB_NAME, "ns/j")):
+        (found,) = store.by_index(index, value)
+        assert found["metadata"]["resourceVersion"] == "2"
+    store.upsert(pod("a", owner="u1", job="k", rv="3"))  # relabelled, same owner
+    assert store.by_index(INDEX_JOB_NAME, "ns/j") == []
+    assert [o["metadata"]["resourceVersion"] for o in store.by_index(INDEX_JOB_NAME, "ns/k")] == ["3"]
+    assert [o["metadata"]["resourceVersion"] for o in store.by_index(INDEX_CONTROLLER_UID, "u1")] == ["3"]

@@ -40,3 +40,71 @@ def test_what_json_encoded_still_encodes() -> None:
     """Integer keys and integers past 64 bits: json took both, so callers that relied on it keep working."""
     body = {"data": {1: "one"}, "big": 2**70}
     assert json.loads(jsonwire.dumps(body)) == {"data": {"1": "one"}, "big": 2**70}
+
+
+_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "j-worker-0",
+        "namespace": "ns",
+        "resourceVersion": "12",
+        "labels": {"training.kubeflow.org/job-name": "j"},
+        "managedFields": [{"manager": "kubetrain", "fieldsV1": {"f:spec": {"f:containers": {}}}}],
+        "ownerReferences": [{"kind": "PyTorchJob", "name": "j", "controller": True}],
+    },
+    "spec": {"containers": [{"name": "main", "image": "busybox"}], "seed": 2**70},
+    "status": {"phase": "Running"},
+}
+
+
+def _without_managed_fields(obj: dict[str, object]) -> dict[str, object]:
+    lean = json.loads(json.dumps(obj))
+    del lean["metadata"]["managedFields"]
+    return lean  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("event_type", ["ADDED", "MODIFIED", "DELETED"])
+def test_a_watch_event_without_managed_fields_keeps_everything_else(event_type: str) -> None:
+    line = json.dumps({"type": event_type, "object": _POD}).encode()
+    assert jsonwire.loads_watch_event(line, managed_fields=False) == {
+        "type": event_type,
+        "object": _without_managed_fields(_POD),
+    }
+    assert jsonwire.loads_watch_event(line) == json.loads(line)
+
+
+def test_bookmarks_and_error_events_decode_without_managed_fields() -> None:
+    """A BOOKMARK's object has only metadata; an ERROR's is a Status, with no metadata at all."""
+    bookmark = b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"7"}}}'
+    error = b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}'
+    for line in (bookmark, error):
+        assert jsonwire.loads_watch_event(line, managed_fields=False) == json.loads(line)
+
+
+def test_a_list_page_without_managed_fields() -> None:
+    page = {"kind": "PodList", "metadata": {"resourceVersion": "40", "continue": "c"}, "items": [_POD, _POD]}
+    data = json.dumps(page).encode()
+    assert jsonwire.loads_list(data, managed_fields=False) == {
+        "metadata": {"resourceVersion": "40", "continue": "c"},
+        "items": [_without_managed_fields(_POD)] * 2,
+    }
+    assert jsonwire.loads_list(data) == page
+    assert jsonwire.loads_list(b'{"kind":"PodList","metadata":{},"items":null}', managed_fields=False) == {
+        "metadata": {},
+        "items": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "complaint"),
+    [
+        (b'{"type":"ADDED","object":{"metadata":', "truncated"),
+        (b'{"object":{}}', "missing required field `type`"),
+        (b'{"type":"ADDED","object":[1]}', "Expected `object`"),
+        (b'{"type":"ADDED","object":{"metadata":"x"}}', "Expected `object`"),
+    ],
+)
+def test_a_malformed_event_raises_a_value_error(line: bytes, complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        jsonwire.loads_watch_event(line, managed_fields=False)
