@@ -8,7 +8,6 @@ and objects of the declared resources that the job owns but no longer wants are 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import final
@@ -16,7 +15,7 @@ from typing import final
 from kubetrain.common.job.children import ChildWriter
 from kubetrain.common.job.compare import contains
 from kubetrain.common.job.facts import blind_key
-from kubetrain.common.kube import objects
+from kubetrain.common.kube import jsonwire, objects
 from kubetrain.common.kube.resources import Obj, Resource
 
 __all__ = ["ExtraObject", "blind_key", "owned", "sync_extras"]
@@ -51,7 +50,7 @@ class ExtraObject:
 
 def owned(body: Obj, *, namespace: str, owner: Obj, labels: Mapping[str, str]) -> Obj:
     """A copy of `body` in the job's namespace, controlled by the job and carrying its labels."""
-    result = copy.deepcopy(body)
+    result = jsonwire.copy(body)
     meta = result.setdefault("metadata", {})
     meta["namespace"] = namespace
     meta["labels"] = {**(meta.get("labels") or {}), **labels}

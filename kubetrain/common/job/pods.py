@@ -8,11 +8,11 @@ is the controlling owner. Framework specifics (env, init containers, volumes) co
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import RestartPolicy
+from kubetrain.common.kube import jsonwire
 from kubetrain.common.kube.resources import Obj
 
 __all__ = ["RESTART_POLICY_WARNING", "desired_pod", "main_container_index", "pod_restart_policy"]
@@ -40,7 +40,7 @@ def desired_pod(
 
     `template` is the wire form of the replica's PodTemplateSpec; it is copied, never changed.
     """
-    source = copy.deepcopy(dict(template))
+    source = jsonwire.copy(dict(template))
     meta: dict[str, Any] = dict(source.get("metadata") or {})
     for server_side in ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp"):
         meta.pop(server_side, None)

@@ -44,13 +44,19 @@ class Renderer(Generic[JobT]):
         self._writer = writer
         self._operator = ctl.kind.operator_name
         self._prefix = ctl.kind.label_prefix
+        self._templates: dict[str, Obj] = {}  # each replica type's template, in wire form, read once
+
+    def _template(self, rtype: str) -> Obj:
+        if rtype not in self._templates:
+            self._templates[rtype] = self._job.replica_specs[rtype].template.to_wire()
+        return self._templates[rtype]
 
     def pod(self, rtype: str, index: int) -> Obj:
         """The pod of replica `rtype`/`index`, after the framework's `configure_pod`."""
         job, spec = self._job, self._job.replica_specs[rtype]
         master = self._ctl.is_master(job, rtype, index)
         pod, warning = desired_pod(
-            template=spec.template.to_wire(),
+            template=self._template(rtype),
             name=replica_name(job.name, rtype, index),
             namespace=job.namespace,
             labels=replica_labels(self._operator, job.name, rtype, index, master=master, prefix=self._prefix),

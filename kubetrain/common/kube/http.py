@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import socket
 import ssl
@@ -90,17 +91,21 @@ def _head(method: str, target: str, fields: Mapping[str, str]) -> bytes:
 
 
 def _header_lines(headers: Mapping[str, str]) -> list[str]:
-    lines = []
-    for name, value in headers.items():
-        if not _TOKEN.fullmatch(name):
-            raise ValueError(f"header {name!r}: the name must be an RFC 9110 token")
-        if not _FIELD_VALUE.fullmatch(value):
-            raise ValueError(
-                f"header {name!r}: the value holds CR, LF, NUL or a character outside Latin-1; "
-                "check where it comes from (a token file, an exec credential plugin)"
-            )
-        lines.append(f"{name}: {value.strip()}\r\n")
-    return lines
+    return [_header_line(name, value) for name, value in headers.items()]
+
+
+@functools.lru_cache(maxsize=256)
+def _header_line(name: str, value: str) -> str:
+    """One header line, checked; remembered, since most are the same on every request (the token, the
+    agent, the types), and a refused one raises again each time."""
+    if not _TOKEN.fullmatch(name):
+        raise ValueError(f"header {name!r}: the name must be an RFC 9110 token")
+    if not _FIELD_VALUE.fullmatch(value):
+        raise ValueError(
+            f"header {name!r}: the value holds CR, LF, NUL or a character outside Latin-1; "
+            "check where it comes from (a token file, an exec credential plugin)"
+        )
+    return f"{name}: {value.strip()}\r\n"
 
 
 def _keepalive(writer: asyncio.StreamWriter) -> None:

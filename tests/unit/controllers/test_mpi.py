@@ -307,7 +307,7 @@ def test_ssh_secret_holds_a_working_key_pair_and_is_generated_only_while_missing
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
     )
     assert data["ssh-publickey"].strip() == public
-    assert data["ssh-publickey"].startswith(b"ecdsa-sha2-nistp521 ")
+    assert data["ssh-publickey"].startswith(b"ecdsa-sha2-nistp256 ")
     assert secret.blind, "created without ever being read: the operator has no read access to Secrets"
     existing = Observed(replicas=observed().replicas, created=frozenset({"secrets/pi-ssh"}))
     assert [e for e in ctl.extra_objects(job, existing) if e.resource == SECRETS] == [], (

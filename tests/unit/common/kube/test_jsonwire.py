@@ -108,3 +108,13 @@ def test_a_list_page_without_managed_fields() -> None:
 def test_a_malformed_event_raises_a_value_error(line: bytes, complaint: str) -> None:
     with pytest.raises(ValueError, match=complaint):
         jsonwire.loads_watch_event(line, managed_fields=False)
+
+
+def test_a_copy_is_deep_and_equal() -> None:
+    template = {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "main", "env": []}]}}
+    before = json.loads(json.dumps(template))
+    copied = jsonwire.copy(template)
+    assert copied == template
+    copied["metadata"]["labels"]["b"] = "2"
+    copied["spec"]["containers"][0]["env"].append({"name": "X"})
+    assert template == before
