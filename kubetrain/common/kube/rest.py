@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -115,9 +115,12 @@ class KubeApiClient:
             "limit": str(_PAGE),
         }
         items: list[Obj] = []
+
+        def parse(data: bytes) -> Obj:
+            return jsonwire.loads_list(data, managed_fields=managed_fields)
+
         while True:
-            data = await self._read("GET", res.path(namespace), params=params)
-            page = jsonwire.loads_list(data or b"{}", managed_fields=managed_fields)
+            page = await self._request("GET", res.path(namespace), params=params, parse=parse)
             items.extend(_with_kind(res, item) for item in page.get("items") or ())
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
@@ -214,26 +217,15 @@ class KubeApiClient:
         body: object = None,
         content_type: str = "application/json",
         decode: bool = True,
+        parse: Callable[[bytes], Obj] = jsonwire.loads,
     ) -> Obj:
-        """The answer's JSON; `{}` when empty or not wanted (`decode=False`: read, so the connection is
-        reused, but not parsed: a pod's answer is most of the cost of a request on our side)."""
-        data = await self._read(method, path, params=params, body=body, content_type=content_type)
-        return jsonwire.loads(data) if data and decode else {}
-
-    async def _read(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str | None] | None = None,
-        body: object = None,
-        content_type: str = "application/json",
-    ) -> bytes:
-        """The answer's body, undecoded."""
+        """The answer's JSON (by `parse`); `{}` when empty or not wanted (`decode=False`: read, so the
+        connection is reused, but not parsed: a pod's answer is most of the cost of a request on our side)."""
         async with self._open(
             method, path, params=params, body=body, content_type=content_type, total=self._timeout
         ) as resp:
-            return await resp.read()
+            data = await resp.read()
+        return parse(data) if data and decode else {}
 
     @contextlib.asynccontextmanager
     async def _open(
