@@ -37,6 +37,7 @@ from kubetrain.common.kube.client import (
     WatchEventType,
 )
 from kubetrain.common.kube.fake_watch import EventKey, WatchHub
+from kubetrain.common.kube.informer import strip_managed_fields
 from kubetrain.common.kube.patches import json_patch, merge_patch
 from kubetrain.common.kube.resources import Obj, Resource
 from kubetrain.common.kube.selectors import Matcher, field_matcher, label_matcher
@@ -336,14 +337,12 @@ def _ts(clock: Clock) -> str:
 
 
 def _trimmed(obj: Obj, managed_fields: bool) -> Obj:
-    if not managed_fields:
-        obj.get("metadata", {}).pop("managedFields", None)
-    return obj
+    return obj if managed_fields else strip_managed_fields(obj)
 
 
 async def _trimmed_events(stream: AsyncGenerator[WatchEvent, None]) -> AsyncGenerator[WatchEvent, None]:
     try:
         async for event in stream:  # each event is the watcher's own copy
-            yield WatchEvent(event.type, _trimmed(event.object, False))
+            yield WatchEvent(event.type, strip_managed_fields(event.object))
     finally:
         await stream.aclose()

@@ -134,7 +134,7 @@ class Informer:
         self._watch_timeout = watch_timeout_seconds
         self._backoff = (initial_backoff, max_backoff)
         self._handlers: list[tuple[ControllerKind | None, ResourceEventHandler]] = []
-        self._routes: dict[ControllerKind | None, list[ResourceEventHandler]] = {}  # built from _handlers
+        self._routes: dict[ControllerKind | None, list[ResourceEventHandler]] = {}  # by kind, from _handlers
         self._routed = False  # whether any handler is routed by controller kind
         self._synced = asyncio.Event()
         self._failures = 0  # consecutive; reset by any event, so backoff restarts after a healthy stream
@@ -310,18 +310,13 @@ class Informer:
 
     def _handlers_for(self, obj: Obj, old: Obj | None = None) -> list[ResourceEventHandler]:
         """The handlers to tell of a change to `obj` (from `old`), in the order they were added: the
-        unrouted ones, and those routed to the kind that controls it, now or before."""
-        if not self._routed:
-            return [h for _, h in self._handlers]
-        kinds = {_controller_kind(obj)}
-        if old is not None:
-            kinds.add(_controller_kind(old))
-        if len(kinds) > 1:
-            return [h for route, h in self._handlers if route is None or route in kinds]
-        (kind,) = kinds
+        unrouted ones, and those routed to the kind that controls it, now or before. Read-only."""
+        kind = _controller_kind(obj) if self._routed else None
+        if old is not None and self._routed and (was := _controller_kind(old)) != kind:
+            return [h for route, h in self._handlers if route in (None, kind, was)]  # changed owner: rare
         if kind not in self._routes:
-            self._routes[kind] = [h for route, h in self._handlers if route is None or route == kind]
-        return list(self._routes[kind])
+            self._routes[kind] = [h for route, h in self._handlers if route in (None, kind)]
+        return self._routes[kind]
 
     def _call(self, fn: Callable[..., None], *args: Obj) -> None:
         try:

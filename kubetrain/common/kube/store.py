@@ -111,15 +111,9 @@ class Store:
         self._items[key] = obj
         for name, fn in self._index_fns.items():
             values = tuple(fn(obj))
-            if old is not None:
-                before = tuple(fn(old))
-                if before == values:  # the usual update (owner and labels unchanged): refile in place
-                    for value in values:
-                        self._indexes[name][value][key] = obj
-                    continue
+            if old is not None and (before := tuple(fn(old))) != values:  # usually equal: owner, labels kept
                 self._unfile_one(name, key, before)
-            for value in values:
-                self._indexes[name].setdefault(value, {})[key] = obj
+            self._file(name, key, obj, values)
         return old
 
     def remove(self, namespace: str, name: str) -> Obj | None:
@@ -130,8 +124,9 @@ class Store:
             self._unfile(key, old)
         return old
 
-    def _file(self, index: str, key: Request, obj: Obj) -> None:
-        for value in self._index_fns[index](obj):
+    def _file(self, index: str, key: Request, obj: Obj, values: Iterable[str] | None = None) -> None:
+        """File `obj` under `values` (default: what the index says of it), replacing its earlier state."""
+        for value in self._index_fns[index](obj) if values is None else values:
             self._indexes[index].setdefault(value, {})[key] = obj
 
     def _unfile(self, key: Request, obj: Obj) -> None:
