@@ -64,12 +64,9 @@ class KubeModel(WireModel):
 
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC with a `Z`, as Kubernetes writes `metav1.Time`; sub-second digits only when present."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
-    if value.microsecond:
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat() + "Z"  # isoformat leaves out a zero microsecond, as Kubernetes does
 
 
 def _parse_time(value: Any) -> datetime:

@@ -237,7 +237,8 @@ class Metrics:
 
     def rest_request(self, code: int | str, method: str, host: str, *, waited: float, took: float) -> None:
         """Count one request of the operator's API client (code "<error>" when no answer came): `waited`
-        seconds for the rate limiter, then `took` seconds until the response headers (or the failure)."""
+        seconds for the rate limiter, then `took` seconds until the answer was read (a watch: its headers),
+        or the failure."""
         key = (str(code), method, host)
         series = self._rest_series.get(key)
         if series is None:

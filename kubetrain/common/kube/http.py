@@ -108,6 +108,12 @@ def _header_line(name: str, value: str) -> str:
     return f"{name}: {value.strip()}\r\n"
 
 
+@functools.lru_cache(maxsize=64)
+def _query(items: tuple[tuple[str, str], ...]) -> str:
+    """A query string; remembered, since most requests send the same one (the field manager)."""
+    return urlencode(items)
+
+
 def _keepalive(writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
     if sock is None:
@@ -177,18 +183,48 @@ class HttpClient:
         `stream`: a long body read as it arrives (a watch), on a connection of its own.
         The connection goes back to the pool when the body was read to its end, else it is closed.
         """
-        what = f"{method} {path}"
-        try:
-            request = self._encode(method, path, query or {}, headers or {}, body)
-        except ValueError as err:
-            raise TransportError(f"{what}: {err}") from None
-        resp = await self._exchange(method, what, request, head_timeout_s, stream=stream)
+        resp = await self._send(
+            method, path, query=query, headers=headers, body=body, head_timeout_s=head_timeout_s,
+            stream=stream,
+        )  # fmt: skip
         try:
             yield resp
         finally:
             self._release(resp.connection, keep=resp.complete and resp.keep_alive)
 
+    async def fetch(
+        self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes | None
+    ) -> tuple[Response, bytes]:
+        """Send one request and read its whole answer: `open()` and `read()` in one call, for the many
+        short requests, which then pay for no context managers."""
+        resp = await self._send(
+            method, path, query=query, headers=headers, body=body, head_timeout_s=None, stream=False
+        )
+        try:
+            data = await resp.read()
+        finally:
+            self._release(resp.connection, keep=resp.complete and resp.keep_alive)
+        return resp, data
+
     # plumbing ---------------------------------------------------------------------------------------
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+        body: bytes | None,
+        head_timeout_s: float | None,
+        stream: bool,
+    ) -> Response:
+        what = f"{method} {path}"
+        try:
+            request = self._encode(method, path, query or {}, headers or {}, body)
+        except ValueError as err:
+            raise TransportError(f"{what}: {err}") from None
+        return await self._exchange(method, what, request, head_timeout_s, stream=stream)
+
     async def _exchange(
         self, method: str, what: str, request: bytes, seconds: float | None, *, stream: bool
     ) -> Response:
@@ -215,7 +251,7 @@ class HttpClient:
     ) -> bytes:
         target = self._prefix + quote(path, safe=_PATH_SAFE)
         if query:
-            target += "?" + urlencode(query)
+            target += "?" + _query(tuple(query.items()))
         if self._proxy is not None and self._tls is None:
             target = f"http://{self._netloc}{target}"
         fields = {"Host": self._netloc, **headers}

@@ -178,6 +178,9 @@ class Response:
         return self._conn
 
     async def read(self) -> bytes:
+        """The whole body (`b""` when none)."""
+        if self._message.done:  # it came with the head, as most answers do
+            return self._message.take() or b""
         return b"".join([chunk async for chunk in self.chunks()])
 
     async def chunks(self) -> AsyncIterator[bytes]:

@@ -200,7 +200,7 @@ class KubeApiClient:
         }
         path = res.path(namespace)
         read = timeout_seconds + 30
-        async with self._open("GET", path, params=params, total=None, read=read, stream=True) as resp:
+        async with self._open_stream("GET", path, params=params, read=read) as resp:
             async for line in _lines(resp):
                 event = jsonwire.loads_watch_event(line, managed_fields=managed_fields)
                 if event.get("type") == "ERROR":
@@ -219,58 +219,61 @@ class KubeApiClient:
         decode: bool = True,
         parse: Callable[[bytes], Obj] = jsonwire.loads,
     ) -> Obj:
-        """The answer's JSON (by `parse`); `{}` when empty or not wanted (`decode=False`: read, so the
-        connection is reused, but not parsed: a pod's answer is most of the cost of a request on our side)."""
-        async with self._open(
-            method, path, params=params, body=body, content_type=content_type, total=self._timeout
-        ) as resp:
-            data = await resp.read()
-        return parse(data) if data and decode else {}
+        """One rate-limited request, answered within the client's timeout; the answer's JSON (by `parse`),
+        `{}` when empty or not wanted (`decode=False`: read, so the connection is reused, but not parsed: a
+        pod's answer is most of the cost of a request on our side). An error answer raises its ApiError."""
+        query, data, headers, queued, sent = await self._prepare(params, body, content_type)
+        code: int | str = REST_ERROR_CODE
+        try:
+            async with asyncio.timeout(self._timeout):
+                resp, answer = await self._http.fetch(method, path, query, headers, data)
+            code = resp.status
+        except TimeoutError as err:
+            raise TransportError(f"{method} {path}: no answer within {self._timeout} s") from err
+        finally:
+            self._count(code, method, queued, sent)
+        if resp.status >= 400:
+            raise _error(resp, answer)
+        return parse(answer) if answer and decode else {}
 
     @contextlib.asynccontextmanager
-    async def _open(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str | None] | None = None,
-        body: object = None,
-        content_type: str = "application/json",
-        total: float | None,
-        read: float | None = None,
-        stream: bool = False,
+    async def _open_stream(
+        self, method: str, path: str, *, params: Mapping[str, str | None], read: float
     ) -> AsyncIterator[Response]:
-        """One rate-limited request; yields the response when successful, else raises the mapped error.
+        """One rate-limited streamed request (a watch); yields the response once its head is read within
+        the client's timeout, else raises the mapped error. `read`: how long the body may go without a
+        chunk (a watch's server ends it after timeoutSeconds, so silence beyond is a dead line)."""
+        query, _, headers, queued, sent = await self._prepare(params, None, "application/json")
+        counted = False
+        try:
+            async with self._http.open(
+                method, path, query=query, headers=headers, head_timeout_s=self._timeout, stream=True
+            ) as resp:
+                counted = True
+                self._count(resp.status, method, queued, sent)
+                if resp.status >= 400:
+                    try:
+                        answer = await resp.read()
+                    except TransportError:
+                        answer = b""
+                    raise _error(resp, answer)
+                resp.read_timeout = read
+                yield resp
+        finally:
+            if not counted:
+                self._count(REST_ERROR_CODE, method, queued, sent)
 
-        `total` bounds the whole exchange (the limiter's wait excluded); `read`, how long the body may go
-        without a chunk (a watch: its server ends it after timeoutSeconds, so silence beyond is a dead line).
-        """
+    async def _prepare(
+        self, params: Mapping[str, str | None] | None, body: object, content_type: str
+    ) -> tuple[dict[str, str], bytes | None, dict[str, str], float, float]:
+        """The query (unset parameters left out), the encoded body and the headers of a request, once the
+        rate limiter lets it go; with the times it was queued and let go."""
         query = {k: v for k, v in (params or {}).items() if v is not None}
         data = jsonwire.dumps(body) if body is not None else None
         queued = self._clock.monotonic()
         await self._limiter.wait()
         sent = self._clock.monotonic()
-        headers = await self._headers(content_type)
-        head = None if total is not None else self._timeout  # one timer per exchange: `total` covers the head
-        counted = False
-        try:
-            async with (
-                asyncio.timeout(total),
-                self._http.open(
-                    method, path, query=query, headers=headers, body=data, head_timeout_s=head, stream=stream
-                ) as resp,
-            ):
-                counted = True
-                self._count(resp.status, method, queued, sent)
-                if resp.status >= 400:
-                    raise await _error(resp)
-                resp.read_timeout = read
-                yield resp
-        except TimeoutError as err:
-            raise TransportError(f"{method} {path}: no answer within {total} s") from err
-        finally:
-            if not counted:
-                self._count(REST_ERROR_CODE, method, queued, sent)
+        return query, data, await self._headers(content_type), queued, sent
 
     def _count(self, code: int | str, method: str, queued: float, sent: float) -> None:
         if self._metrics is not None:
@@ -283,11 +286,12 @@ class KubeApiClient:
         return headers
 
 
-async def _error(resp: Response) -> ApiError:
+def _error(resp: Response, data: bytes) -> ApiError:
+    """The ApiError of an error answer, from its Status body when it has one."""
     try:
-        text = (await resp.read()).decode("utf-8", "replace")
+        text = data.decode("utf-8", "replace")
         body: Any = json.loads(text) if text.startswith("{") else text
-    except (TransportError, ValueError):
+    except ValueError:
         body = None
     err = error_from_status(resp.status, body)
     if isinstance(err, TooManyRequests):
