@@ -293,8 +293,10 @@ async def test_suspend_deletes_pods_and_resume_recreates_them(operator: Operator
     assert await operator.pods() == {}
     await operator.api.patch(TOY, operator.namespace, "toy", {"spec": {"runPolicy": {"suspend": False}}})
     await eventually(lambda: _count(operator.pods, 2), what="pods after resume")
+    # the resume's reconcile creates the pods first and writes its status last: wait for that write too
+    await eventually(lambda: _reason(operator, "Suspended", "ToyJobResumed"), what="ToyJobResumed")
     resumed = await operator.condition("Suspended")
-    assert resumed is not None and resumed["reason"] == "ToyJobResumed"
+    assert resumed is not None and resumed["status"] == "False"
     await operator.api.patch(TOY, operator.namespace, "toy", {"spec": {"runPolicy": {"suspend": True}}})
     await eventually(lambda: _count(operator.pods, 0), what="pods deleted on suspend")
     assert await operator.services() == []
@@ -427,6 +429,11 @@ async def _count(pods: Callable[[], Awaitable[dict[str, Obj]]], n: int) -> bool:
 async def _phase(operator: Operator, pod: str, phase: str) -> bool:
     found = (await operator.pods()).get(pod)
     return found is not None and (found.get("status") or {}).get("phase") == phase
+
+
+async def _reason(operator: Operator, ctype: str, reason: str) -> bool:
+    found = await operator.condition(ctype)
+    return found is not None and found.get("reason") == reason
 
 
 async def _gone(api: KubeApiClient, resource: Resource, namespace: str, name: str) -> bool:
