@@ -190,7 +190,7 @@ class HttpClient:
         try:
             yield resp
         finally:
-            self._release(resp.connection, keep=resp.complete and resp.keep_alive)
+            self._done(resp)
 
     async def fetch(
         self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes | None
@@ -203,7 +203,7 @@ class HttpClient:
         try:
             data = await resp.read()
         finally:
-            self._release(resp.connection, keep=resp.complete and resp.keep_alive)
+            self._done(resp)
         return resp, data
 
     # plumbing ---------------------------------------------------------------------------------------
@@ -319,8 +319,10 @@ class HttpClient:
         if resp.status != 200:
             raise ConnectionError(f"the proxy answered {resp.status} to CONNECT {target}")
 
-    def _release(self, conn: Conn, *, keep: bool) -> None:
-        reusable = keep and not self._closed and conn.usable()
+    def _done(self, resp: Response) -> None:
+        """`resp`'s connection goes back to the pool when its body was read to the end, else it is closed."""
+        conn = resp.connection
+        reusable = resp.complete and resp.keep_alive and not self._closed and conn.usable()
         if conn in self._streams:
             self._streams.discard(conn)
             if not (reusable and self._pool.adopt(conn)):
