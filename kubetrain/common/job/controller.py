@@ -8,6 +8,7 @@ reads as the list of steps every kind shares:
    controller (`runPolicy.managedBy`, e.g. Kueue MultiKueue), or if the cache has not yet caught up with
    our own last write to it (`fence.WriteFence`);
 2. parse it, apply defaults in memory and validate it (an invalid job gets `Failed/<Kind>FailedValidation`);
+   the parsed and defaulted spec is reused while the spec is unchanged (`parsed.ParsedJobs`);
 3. finished (Succeeded/Failed)? clean up by cleanPodPolicy, then delete the job once its TTL expires;
 4. suspended? delete pods, Services and the PodGroup; condition Suspended;
 5. otherwise, when the cache has caught up with our own writes (expectations): enforce backoffLimit and
@@ -40,6 +41,7 @@ from kubetrain.common.job.gang import GangScheduling
 from kubetrain.common.job.labels import replica_name
 from kubetrain.common.job.ledger import Unwritten
 from kubetrain.common.job.limits import oversized
+from kubetrain.common.job.parsed import ParsedJobs
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT
 from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION, ServiceMode, replica_address
 from kubetrain.common.job.sync import JobSync, reject
@@ -108,6 +110,8 @@ class JobController(Generic[JobT]):
         self.progress = progress
         self.fence = WriteFence()
         self.unwritten = Unwritten()
+        self.parsed: ParsedJobs[JobT] = ParsedJobs(cast("type[JobT]", self.kind.model))
+        """Each job's spec as parsed and defaulted, reused while it is unchanged (`job.parsed`)."""
         self._checked: dict[Request, tuple[tuple[str, int, str | None], list[FieldError]]] = {}
         """`job_errors` of each job, by its uid, generation and service-mode annotation (what they read)."""
         self.errors = ErrorBudget()
@@ -153,7 +157,9 @@ class JobController(Generic[JobT]):
     def default(self, job: JobT) -> JobT:
         """The job with defaults applied (in memory only). Default: `kubetrain.api.apply_defaults` with
         `self.kind` (replicas, restart policies, the default port, cleanPodPolicy, suspend); override it
-        to add your kind's own defaults to `super().default(job)`."""
+        to add your kind's own defaults to `super().default(job)`. Called when the job's spec, labels or
+        annotations change; the reconciles in between reuse the spec it returned (`job.parsed`), unless it
+        also changed the metadata or status."""
         return apply_defaults(job, kind=self.kind)
 
     def validate(self, job: JobT) -> Sequence[FieldError]:
@@ -229,6 +235,7 @@ class JobController(Generic[JobT]):
         raw = self.cache[self.job_resource()].get(request.namespace, request.name)
         if raw is None:
             self.expectations.forget(request)
+            self.parsed.forget(request)
             self.fence.forget(request)
             self.unwritten.forget((request.namespace, request.name))
             self._checked.pop(request, None)
@@ -240,12 +247,11 @@ class JobController(Generic[JobT]):
         if not await self.fence.caught_up(self.api, self.job_resource(), request, raw):
             return Result(requeue_after=CONFLICT_RETRY)  # the newer job's watch event is on its way
         try:
-            parsed = cast("JobT", self.kind.model.model_validate(raw))
+            job = self.parsed.job(request, raw, self.default)  # default() runs when the spec is new
         except ValidationError as err:
             return await reject(
                 self, raw, "; ".join(str(e) for e in from_validation_error(err, self.kind.model))
             )
-        job = self.default(parsed)
         sync = JobSync(self, raw, job)
         try:
             return await self._sync(request, sync)
@@ -282,6 +288,7 @@ class JobController(Generic[JobT]):
         if errors:
             return await sync.invalid(errors)
         if sync.finished:
+            self.parsed.forget(request)  # rarely reconciled again: keep no parsed spec for it
             return await sync.finish()
         if sync.job.run_policy.suspend:
             return await sync.suspend()

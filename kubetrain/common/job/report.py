@@ -42,7 +42,10 @@ class Reporter:
         self._namespace = objects.namespace(raw)
         self._name = objects.name(raw)
         self._rv = objects.resource_version(raw)
-        self._written = status.to_wire() if status is not None else {}
+        self._status = status
+        """The status as last written (or read): frozen, so an unchanged builder still holds this object."""
+        self._written: Obj | None = None if status is not None else {}
+        """Its wire form, made when first needed."""
         self._had_created = condition(status, JobConditionType.CREATED) is not None
         self._reported = 0
 
@@ -50,17 +53,22 @@ class Reporter:
         """Patch the status if it differs from the last written one, then report its transitions.
 
         `children`: the reconcile's writer; a `Created` transition's Event also names what it created."""
-        new = builder.status.to_wire()
-        if new != self._written:
-            patch = {"metadata": {"resourceVersion": self._rv}, "status": merge_diff(self._written, new)}
-            stored = await self._ctl.api.patch(
-                self._ctl.job_resource(), self._namespace, self._name, patch, subresource="status"
-            )
-            self._stored(stored)
-            self._written = new
+        if builder.status is not self._status:  # else nothing changed, and there is nothing to compare
+            written = self._written if self._written is not None else self._wire_of_status()
+            new = builder.status.to_wire()
+            if new != written:
+                patch = {"metadata": {"resourceVersion": self._rv}, "status": merge_diff(written, new)}
+                stored = await self._ctl.api.patch(
+                    self._ctl.job_resource(), self._namespace, self._name, patch, subresource="status"
+                )
+                self._stored(stored)
+            self._status, self._written = builder.status, new
         for transition in builder.transitions[self._reported :]:
             self._report(transition, children)
         self._reported = len(builder.transitions)
+
+    def _wire_of_status(self) -> Obj:
+        return self._status.to_wire() if self._status is not None else {}
 
     async def patch_metadata(self, metadata: Obj) -> None:
         """Merge-patch the job's metadata (the ledger annotation), based on the version we read."""
