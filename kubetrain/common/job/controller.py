@@ -110,7 +110,7 @@ class JobController(Generic[JobT]):
         self.progress = progress
         self.fence = WriteFence()
         self.unwritten = Unwritten()
-        self.parsed: ParsedJobs[JobT] = ParsedJobs(cast("type[JobT]", self.kind.model))
+        self.parsed: ParsedJobs[JobT] = ParsedJobs(cast("type[JobT]", self.kind.model), clock)
         """Each job's spec as parsed and defaulted, reused while it is unchanged (`job.parsed`)."""
         self._checked: dict[Request, tuple[tuple[str, int, str | None], list[FieldError]]] = {}
         """`job_errors` of each job, by its uid, generation and service-mode annotation (what they read)."""

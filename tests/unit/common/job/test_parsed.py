@@ -9,9 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from kubetrain.api import PYTORCHJOB, PyTorchJob, apply_defaults
-from kubetrain.common.job.parsed import ParsedJobs
+from kubetrain.common.job.parsed import IDLE_S, ParsedJobs
 from kubetrain.common.kube.resources import Obj
 from kubetrain.common.reconcile import Request
+from kubetrain.common.testing import FakeClock
 
 JOB = Request("ns", "pt")
 
@@ -51,7 +52,7 @@ def fresh(raw: Obj) -> dict[str, Any]:
 
 
 def test_a_reconcile_that_sees_the_same_spec_reuses_the_parsed_and_defaulted_spec() -> None:
-    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob)
+    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob, FakeClock())
     default = Counting()
     jobs.job(JOB, raw_job(), default)
     later = raw_job(version="2", status={"conditions": [], "startTime": "2026-11-27T10:00:00Z"})
@@ -72,7 +73,7 @@ def test_a_reconcile_that_sees_the_same_spec_reuses_the_parsed_and_defaulted_spe
     ],
 )
 def test_a_change_of_what_default_may_read_parses_and_defaults_again(change: Any) -> None:
-    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob)
+    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob, FakeClock())
     default = Counting()
     jobs.job(JOB, raw_job(), default)
     changed = raw_job(version="2")
@@ -83,7 +84,7 @@ def test_a_change_of_what_default_may_read_parses_and_defaults_again(change: Any
 
 
 def test_a_default_hook_that_writes_more_than_the_spec_runs_on_every_reconcile() -> None:
-    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob)
+    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob, FakeClock())
     calls = []
 
     def default(job: PyTorchJob) -> PyTorchJob:
@@ -98,7 +99,7 @@ def test_a_default_hook_that_writes_more_than_the_spec_runs_on_every_reconcile()
 
 
 def test_an_invalid_job_raises_every_time_and_a_bad_status_is_caught_with_a_remembered_spec() -> None:
-    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob)
+    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob, FakeClock())
     default = Counting()
     bad = raw_job()
     bad["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "many"
@@ -112,7 +113,7 @@ def test_an_invalid_job_raises_every_time_and_a_bad_status_is_caught_with_a_reme
 
 
 def test_forget_lets_the_entry_go_and_a_job_without_uid_is_never_remembered() -> None:
-    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob)
+    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob, FakeClock())
     default = Counting()
     jobs.job(JOB, raw_job(), default)
     assert len(jobs) == 1
@@ -125,3 +126,19 @@ def test_forget_lets_the_entry_go_and_a_job_without_uid_is_never_remembered() ->
     jobs.forget(JOB)
     jobs.job(JOB, unsaved, default)
     assert len(jobs) == 0
+
+
+async def test_an_entry_no_reconcile_used_for_a_minute_goes_and_one_in_use_stays() -> None:
+    clock = FakeClock()
+    jobs: ParsedJobs[PyTorchJob] = ParsedJobs(PyTorchJob, clock)
+    default = Counting()
+    quiet, busy = Request("ns", "quiet"), Request("ns", "busy")
+    jobs.job(quiet, raw_job(), default)
+    jobs.job(busy, raw_job(), default)
+    await clock.advance(IDLE_S / 2)
+    jobs.job(busy, raw_job(version="2"), default)
+    await clock.advance(IDLE_S / 2)
+    jobs.job(busy, raw_job(version="3"), default)  # the sweep: quiet has been idle for IDLE_S
+    assert len(jobs) == 1 and default.calls == 2
+    jobs.job(quiet, raw_job(version="4"), default)
+    assert default.calls == 3  # parsed and defaulted again, as new
