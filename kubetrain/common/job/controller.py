@@ -111,7 +111,7 @@ class JobController(Generic[JobT]):
         self.fence = WriteFence()
         self.unwritten = Unwritten()
         self.parsed: ParsedJobs[JobT] = ParsedJobs(cast("type[JobT]", self.kind.model), clock)
-        """Each job's spec as parsed and defaulted, reused while it is unchanged (`job.parsed`)."""
+        """Each job's spec, parsed and defaulted, reused while unchanged (`kubetrain.common.job.parsed`)."""
         self._checked: dict[Request, tuple[tuple[str, int, str | None], list[FieldError]]] = {}
         """`job_errors` of each job, by its uid, generation and service-mode annotation (what they read)."""
         self.errors = ErrorBudget()
@@ -158,7 +158,7 @@ class JobController(Generic[JobT]):
         """The job with defaults applied (in memory only). Default: `kubetrain.api.apply_defaults` with
         `self.kind` (replicas, restart policies, the default port, cleanPodPolicy, suspend); override it
         to add your kind's own defaults to `super().default(job)`. Called when the job's spec, labels or
-        annotations change; the reconciles in between reuse the spec it returned (`job.parsed`), unless it
+        annotations change; the reconciles in between reuse the spec it returned (`self.parsed`), unless it
         also changed the metadata or status."""
         return apply_defaults(job, kind=self.kind)
 
