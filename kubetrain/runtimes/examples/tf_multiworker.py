@@ -118,6 +118,18 @@ def train(args: TrainArgs, config: TFConfig | None, clock: Stopwatch) -> None:
     if args.checkpoint_dir is not None and (config is None or config.is_chief):
         _save_final(model, Path(args.checkpoint_dir))
     _report(model, data, clock, args, config, rank=rank, replicas=int(strategy.num_replicas_in_sync))
+    if config is not None and config.strategy_kind() is StrategyKind.MULTI_WORKER_MIRRORED:
+        _all_reported(strategy)
+
+
+def _all_reported(strategy: Any) -> None:
+    """Wait until every worker has printed its result: one all-reduce of a constant, which returns only
+    when all have called it. Without it the chief could exit first and so end the TFJob (its success
+    policy) while a slower worker was still scoring. That worker lost the chief's coordination service,
+    and a loaded CI run saw it stopped before its result line. A worker that never comes makes this fail
+    at the strategy's collective timeout (--timeout), as a training step would."""
+    ones = strategy.run(lambda: tf.constant(1.0))
+    strategy.reduce(tf.distribute.ReduceOp.SUM, ones, axis=None)
 
 
 def _save_final(model: Any, model_dir: Path) -> None:
