@@ -77,7 +77,7 @@ class ParsedJobs(Generic[JobT]):
         meta = raw.get("metadata") or {}
         uid, labels, annotations = meta.get("uid") or "", meta.get("labels"), meta.get("annotations")
         known = self._known.get(request)
-        if known is not None and known.uid == uid and _same(known, spec_wire, labels, annotations):
+        if known is not None and _same(known, uid, spec_wire, labels, annotations):
             known.spec_wire, known.used = spec_wire, now  # the cache's current dict, not an older equal one
             job = self._model.model_validate({**raw, "spec": known.spec})
             return job if known.defaulted else default(job)
@@ -100,6 +100,12 @@ class ParsedJobs(Generic[JobT]):
             del self._known[request]
 
 
-def _same(known: _Known, spec_wire: Any, labels: Any, annotations: Any) -> bool:
+def _same(known: _Known, uid: str, spec_wire: Any, labels: Any, annotations: Any) -> bool:
+    """Whether `known` was made from the same object with an equal spec, labels and annotations."""
     same_spec = known.spec_wire is spec_wire or bool(known.spec_wire == spec_wire)
-    return same_spec and bool(known.labels == labels) and bool(known.annotations == annotations)
+    return (
+        known.uid == uid
+        and same_spec
+        and bool(known.labels == labels)
+        and bool(known.annotations == annotations)
+    )

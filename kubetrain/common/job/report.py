@@ -44,7 +44,7 @@ class Reporter:
         self._rv = objects.resource_version(raw)
         self._status = status
         """The status as last written (or read): frozen, so an unchanged builder still holds this object."""
-        self._written: Obj | None = None if status is not None else {}
+        self._written: Obj | None = None
         """Its wire form, made when first needed."""
         self._had_created = condition(status, JobConditionType.CREATED) is not None
         self._reported = 0
@@ -54,7 +54,7 @@ class Reporter:
 
         `children`: the reconcile's writer; a `Created` transition's Event also names what it created."""
         if builder.status is not self._status:  # else nothing changed, and there is nothing to compare
-            written = self._written if self._written is not None else self._wire_of_status()
+            written = self._written if self._written is not None else _wire(self._status)
             new = builder.status.to_wire()
             if new != written:
                 patch = {"metadata": {"resourceVersion": self._rv}, "status": merge_diff(written, new)}
@@ -66,9 +66,6 @@ class Reporter:
         for transition in builder.transitions[self._reported :]:
             self._report(transition, children)
         self._reported = len(builder.transitions)
-
-    def _wire_of_status(self) -> Obj:
-        return self._status.to_wire() if self._status is not None else {}
 
     async def patch_metadata(self, metadata: Obj) -> None:
         """Merge-patch the job's metadata (the ledger annotation), based on the version we read."""
@@ -125,3 +122,7 @@ class Reporter:
         metrics = self._ctl.metrics
         if metrics is not None:
             getattr(metrics, counter).labels(self._namespace, self._ctl.framework).inc()
+
+
+def _wire(status: JobStatus | None) -> Obj:
+    return status.to_wire() if status is not None else {}
