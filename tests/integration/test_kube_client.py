@@ -21,10 +21,11 @@ import pytest
 
 from kubetrain.common.clock import SystemClock
 from kubetrain.common.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound, TransportError
+from kubetrain.common.kube import jsonwire
 from kubetrain.common.kube.client import PatchType, WatchEvent, WatchEventType
 from kubetrain.common.kube.credentials import load_credentials
 from kubetrain.common.kube.informer import Informer
-from kubetrain.common.kube.resources import CONFIGMAPS, EVENTS, LEASES, PODS, Obj
+from kubetrain.common.kube.resources import CONFIGMAPS, EVENTS, LEASES, PODS, SECRETS, SERVICES, Obj, Resource
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.leader import LeaderElectionConfig, LeaderElector
 
@@ -140,11 +141,50 @@ async def test_watch_from_a_resource_version_replays_and_bookmarks(
     assert int(bookmark.object["metadata"]["resourceVersion"]) >= int(since)
 
 
-async def test_watch_and_list_can_leave_managed_fields_out(api: KubeApiClient, namespace: str) -> None:
-    """What an informer asks for: the server's objects, less `metadata.managedFields` and nothing else."""
-    since = (await api.list(CONFIGMAPS, namespace)).resource_version
-    await api.create(CONFIGMAPS, namespace, cm("m", team="x"))
-    await api.patch(CONFIGMAPS, namespace, "m", {"data": {"v": "2"}})
+_LEAN_CASES = [
+    pytest.param(CONFIGMAPS, {"data": {"v": "1"}, "immutable": False}, {"data": {"v": "2"}}, id="configmap"),
+    pytest.param(SECRETS, {"type": "Opaque", "stringData": {"k": "v"}}, {"data": {"k": "djI="}}, id="secret"),
+    pytest.param(
+        SERVICES,
+        {"spec": {"clusterIP": "None", "selector": {"a": "b"}}},
+        {"spec": {"selector": {"a": "c"}}},
+        id="service",
+    ),
+    pytest.param(
+        PODS,
+        {
+            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]}
+        },  # stays Pending
+        {"metadata": {"annotations": {"v": "2"}}},
+        id="pod",
+    ),
+    pytest.param(  # an Event's members are not `_Object`'s: decoded the general way
+        EVENTS,
+        {
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "{namespace}"},
+            "reason": "Test",
+            "message": "m",
+            "type": "Normal",
+        },
+        {"message": "m2"},
+        id="event",
+    ),
+]
+
+
+@pytest.mark.parametrize(("resource", "body", "change"), _LEAN_CASES)
+async def test_watch_and_list_can_leave_managed_fields_out(
+    api: KubeApiClient, namespace: str, resource: Resource, body: Obj, change: Obj, monkeypatch: Any
+) -> None:
+    """What an informer asks for: the server's objects, less `metadata.managedFields` and nothing else, for
+    each kind of object an operator watches (and one it does not, which takes the general path)."""
+    general = []  # the objects decoded the general (slower) way
+    split = jsonwire._without_managed_fields
+    monkeypatch.setattr(jsonwire, "_without_managed_fields", lambda obj: general.append(obj) or split(obj))
+    since = (await api.list(resource, namespace)).resource_version
+    body = json.loads(json.dumps(body).replace("{namespace}", namespace))
+    await api.create(resource, namespace, {"metadata": {"name": "m", "labels": {"team": "x"}}, **body})
+    await api.patch(resource, namespace, "m", change)
 
     def mine(events: list[WatchEvent]) -> list[WatchEvent]:
         return [e for e in events if e.object["metadata"].get("name") == "m"]
@@ -153,7 +193,7 @@ async def test_watch_and_list_can_leave_managed_fields_out(api: KubeApiClient, n
         mine(
             await asyncio.wait_for(
                 collect(
-                    api.watch(CONFIGMAPS, namespace, resource_version=since, managed_fields=keep),
+                    api.watch(resource, namespace, resource_version=since, managed_fields=keep),
                     lambda seen: len(mine(seen)) == 2,
                 ),
                 30,
@@ -166,8 +206,9 @@ async def test_watch_and_list_can_leave_managed_fields_out(api: KubeApiClient, n
         assert "managedFields" not in without.object["metadata"]
         del with_fields.object["metadata"]["managedFields"]
         assert without == with_fields
-    listed = (await api.list(CONFIGMAPS, namespace, label_selector={"team": "x"}, managed_fields=False)).items
+    listed = (await api.list(resource, namespace, label_selector={"team": "x"}, managed_fields=False)).items
     assert listed == [lean[-1].object]
+    assert bool(general) == (resource is EVENTS), "only objects of other shapes are decoded the general way"
 
 
 def compact_etcd(control_plane: Any, revision: str) -> None:

@@ -82,6 +82,66 @@ def test_bookmarks_and_error_events_decode_without_managed_fields() -> None:
         assert jsonwire.loads_watch_event(line, managed_fields=False) == json.loads(line)
 
 
+_META = {
+    "name": "j",
+    "generateName": "j-",
+    "namespace": "ns",
+    "selfLink": "/x",
+    "uid": "u",
+    "resourceVersion": "3",
+    "generation": 2,
+    "creationTimestamp": "2026-11-28T00:00:00Z",
+    "deletionTimestamp": "2026-11-28T00:01:00Z",
+    "deletionGracePeriodSeconds": 30,
+    "labels": {"a": "b"},
+    "annotations": {"c": "d"},
+    "ownerReferences": [{"kind": "MPIJob", "name": "j"}],
+    "finalizers": ["f"],
+    "managedFields": [{"manager": "m"}],
+}
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        pytest.param(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": _META, "spec": {}, "status": {}}, id="pod"
+        ),
+        pytest.param(
+            {"kind": "ConfigMap", "metadata": _META, "data": {"h": "x"}, "immutable": True}, id="configmap"
+        ),
+        pytest.param({"kind": "Secret", "metadata": _META, "type": "Opaque", "binaryData": {}}, id="secret"),
+        pytest.param(
+            {"kind": "Event", "metadata": _META, "reason": "Created", "count": 1}, id="other-members"
+        ),
+        pytest.param(
+            {"kind": "X", "metadata": {**_META, "shardKey": "s"}, "spec": {}}, id="future-meta-field"
+        ),
+        pytest.param({"kind": "X", "spec": {"metadata": {"managedFields": 1}}}, id="nested-metadata-kept"),
+        pytest.param({"kind": "X", "metadata": {"name": None, "managedFields": None}}, id="null-members"),
+        pytest.param({"kind": "X"}, id="no-meta"),
+        pytest.param({}, id="empty"),
+    ],
+)
+def test_only_managed_fields_are_left_out_whatever_members_an_object_has(obj: dict[str, object]) -> None:
+    """Objects of the shape most events have take the fast path, the others the general one: either
+    way the object is the whole one without `metadata.managedFields`, and nothing else is lost."""
+    whole = jsonwire.loads_watch_event(json.dumps({"type": "MODIFIED", "object": obj}).encode())
+    meta = whole["object"].get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    lean = jsonwire.loads_watch_event(
+        json.dumps({"type": "MODIFIED", "object": obj}).encode(), managed_fields=False
+    )
+    assert lean == whole
+    page = json.dumps({"metadata": {"resourceVersion": "9"}, "items": [_POD, obj]}).encode()
+    listed = jsonwire.loads_list(page, managed_fields=False)
+    assert listed == {
+        "metadata": {"resourceVersion": "9"},
+        "items": [_without_managed_fields(_POD), whole["object"]],
+    }
+
+
 def test_a_list_page_without_managed_fields() -> None:
     page = {"kind": "PodList", "metadata": {"resourceVersion": "40", "continue": "c"}, "items": [_POD, _POD]}
     data = json.dumps(page).encode()
@@ -103,6 +163,7 @@ def test_a_list_page_without_managed_fields() -> None:
         (b'{"object":{}}', "missing required field `type`"),
         (b'{"type":"ADDED","object":[1]}', "Expected `object`"),
         (b'{"type":"ADDED","object":{"metadata":"x"}}', "Expected `object`"),
+        (b'{"type":"ADDED","object":{"metadata":null}}', "Expected `object`, got `null`"),
     ],
 )
 def test_a_malformed_event_raises_a_value_error(line: bytes, complaint: str) -> None:
