@@ -174,6 +174,25 @@ async def test_a_create_whose_answer_is_not_read_back_is_not_decoded(server, cli
         await client.create(PODS, "ns", {"metadata": {"name": "p"}}, read_back=False)
 
 
+async def test_a_patch_whose_answer_is_not_read_back_gives_its_metadata_only(server, client) -> None:
+    """The Reporter reads only the new resourceVersion of its status patch: the rest is skipped."""
+    srv, _ = server
+    crd = Resource("kubeflow.org", "v1", "mpijobs", "MPIJob")
+    path = "/apis/kubeflow.org/v1/namespaces/ns/mpijobs/j/status"
+    stored = {
+        "metadata": {"name": "j", "resourceVersion": "8", "managedFields": [{"manager": "kubetrain"}]},
+        "spec": {"mpiReplicaSpecs": {}},
+        "status": {"conditions": [{"type": "Created", "status": "True"}]},
+    }
+    srv.routes["PATCH", path] = reply(200, stored)
+    answer = await client.patch(crd, "ns", "j", {"status": {}}, subresource="status", read_back=False)
+    assert answer == {"metadata": {"name": "j", "resourceVersion": "8"}}
+    assert await client.patch(crd, "ns", "j", {"status": {}}, subresource="status") == stored
+    srv.routes["PATCH", path] = reply(409, status_body(409, "Conflict"))
+    with pytest.raises(errors.Conflict):
+        await client.patch(crd, "ns", "j", {"status": {}}, subresource="status", read_back=False)
+
+
 async def test_watch_streams_events_across_chunk_boundaries_then_raises_gone(server, client) -> None:
     srv, _ = server
 

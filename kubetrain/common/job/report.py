@@ -59,7 +59,12 @@ class Reporter:
             if new != written:
                 patch = {"metadata": {"resourceVersion": self._rv}, "status": merge_diff(written, new)}
                 stored = await self._ctl.api.patch(
-                    self._ctl.job_resource(), self._namespace, self._name, patch, subresource="status"
+                    self._ctl.job_resource(),
+                    self._namespace,
+                    self._name,
+                    patch,
+                    subresource="status",
+                    read_back=False,  # only its resourceVersion is read
                 )
                 self._stored(stored)
             self._status, self._written = builder.status, new

@@ -134,6 +134,7 @@ class ApiClient(Protocol):
         subresource: str | None = None,
         field_manager: str = DEFAULT_FIELD_MANAGER,
         force: bool = False,
+        read_back: bool = True,
     ) -> Obj:
         """Patch and return the stored object.
 
@@ -144,6 +145,8 @@ class ApiClient(Protocol):
           otherwise ownership clashes raise Conflict.
         - `subresource="status"` writes only the status (needed for CRDs with a status subresource).
         NotFound when the object does not exist (a patch never creates, except APPLY).
+        `read_back=False`: the caller reads only the stored object's metadata (its new resourceVersion), so
+        the client may decode only that and return `{"metadata": {...}}`.
         """
         ...
 

@@ -177,6 +177,7 @@ class InMemoryApiClient:
         subresource: str | None = None,
         field_manager: str = DEFAULT_FIELD_MANAGER,
         force: bool = False,
+        read_back: bool = True,
     ) -> Obj:
         self._enter("patch", res, namespace, name)
         old = self._require(res, namespace, name)

@@ -151,13 +151,17 @@ class KubeApiClient:
         subresource: str | None = None,
         field_manager: str = DEFAULT_FIELD_MANAGER,
         force: bool = False,
+        read_back: bool = True,
     ) -> Obj:
         params = {
             "fieldManager": field_manager,
             "force": "true" if force and patch_type is PatchType.APPLY else None,
         }
         path = res.path(namespace, name, subresource)
-        return await self._request("PATCH", path, params=params, body=body, content_type=str(patch_type))
+        parse = jsonwire.loads if read_back else jsonwire.loads_metadata
+        return await self._request(
+            "PATCH", path, params=params, body=body, content_type=str(patch_type), parse=parse
+        )
 
     async def delete(
         self,
