@@ -152,9 +152,7 @@ _LEAN_CASES = [
     ),
     pytest.param(
         PODS,
-        {
-            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]}
-        },  # stays Pending
+        {"spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]}},  # Pending
         {"metadata": {"annotations": {"v": "2"}}},
         id="pod",
     ),

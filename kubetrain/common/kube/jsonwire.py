@@ -129,12 +129,7 @@ def copy(value: T) -> T:
 def loads_metadata(data: bytes | str) -> dict[str, Any]:
     """`{"metadata": {...}}` of the object in `data`, without `managedFields`; its other members are skipped,
     not decoded (a job's answer to a status patch, when only its new resourceVersion is wanted)."""
-    head = _head.decode(data)
-    return {
-        "metadata": {
-            key: _decoder.decode(raw) for key, raw in head.metadata.items() if key != "managedFields"
-        }
-    }
+    return {"metadata": _lean_metadata(_head.decode(data).metadata)}
 
 
 def loads_watch_event(data: bytes | str, *, managed_fields: bool = True) -> dict[str, Any]:
@@ -182,11 +177,13 @@ def _plain(obj: _Object) -> dict[str, Any]:
 
 
 def _without_managed_fields(members: dict[str, msgspec.Raw]) -> dict[str, Any]:
-    obj = {}
-    for key, raw in members.items():
-        if key == "metadata":
-            meta = _members.decode(raw)
-            obj[key] = {k: _decoder.decode(v) for k, v in meta.items() if k != "managedFields"}
-        else:
-            obj[key] = _decoder.decode(raw)
-    return obj
+    """An object split into raw members, decoded without `metadata.managedFields` (the general path)."""
+    return {
+        key: _lean_metadata(_members.decode(raw)) if key == "metadata" else _decoder.decode(raw)
+        for key, raw in members.items()
+    }
+
+
+def _lean_metadata(members: dict[str, msgspec.Raw]) -> dict[str, Any]:
+    """An ObjectMeta split into raw members, decoded without `managedFields`."""
+    return {key: _decoder.decode(raw) for key, raw in members.items() if key != "managedFields"}
