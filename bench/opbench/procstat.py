@@ -14,7 +14,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcStat", "TreeSample", "TreeSampler", "parse_stat", "parse_status_kib", "sample_tree"]
+__all__ = [
+    "ProcStat",
+    "TreeSample",
+    "TreeSampler",
+    "parse_stat",
+    "parse_status_kib",
+    "parse_steal_ticks",
+    "sample_tree",
+    "steal_seconds",
+]
 
 PROC = Path("/proc")
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -65,6 +74,28 @@ def parse_status_kib(text: str, key: str) -> int | None:
             parts = value.split()
             return int(parts[0]) if parts else None
     return None
+
+
+def parse_steal_ticks(text: str) -> int | None:
+    """The machine's `steal` time in clock ticks, from the summary `cpu` line of /proc/stat (its eighth
+    number: time the hypervisor ran something else while this VM had work); None where a kernel lacks it."""
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            return int(fields[8]) if len(fields) > 8 else None
+    return None
+
+
+def steal_seconds(proc: Path = PROC) -> float | None:
+    """CPU seconds taken from this machine by its host so far, all CPUs together (None where unknown).
+
+    Two runs on one VM can differ by a factor when a neighbour on the same host is busy; the difference
+    of two readings tells how much of a run's window the machine was not given."""
+    try:
+        ticks = parse_steal_ticks((proc / "stat").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if ticks is None else ticks / _TICKS
 
 
 def _children(pid: int, proc: Path) -> list[int]:

@@ -42,6 +42,9 @@ class Row:
     """"ok", "timeout", or what went wrong."""
     load_before: float
     """The machine's 1-minute load average when the run started (the machine may be shared)."""
+    steal_seconds: float | None = None
+    """CPU seconds the VM's host took from the machine (all CPUs) during the run's CPU window: the host's
+    other guests, which no load average shows."""
     t_submitted: float | None = None
     t_pods: float | None = None
     t_running: float | None = None
@@ -85,6 +88,7 @@ _COLUMNS = (
     "peak RSS MiB",
     "all pods / floor",
     "load",
+    "steal s",
     "outcome",
 )
 
@@ -156,6 +160,7 @@ def _cells(row: Row, rows: Sequence[Row]) -> list[str]:
         _num(row.peak_rss_mib, 0),
         NA if ratio is None else f"{ratio:.2f}x",
         f"{row.load_before:.1f}",
+        _num(row.steal_seconds, 2),
         row.outcome,
     ]
 

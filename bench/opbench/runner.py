@@ -34,7 +34,7 @@ from opbench.audit import read_requests
 from opbench.cluster import create_namespace, delete_namespace, follow, submit
 from opbench.histogram import ReconcileTimes, scrape_reconcile_times
 from opbench.identity import Identity, create_identity, delete_identity
-from opbench.procstat import TreeSampler
+from opbench.procstat import TreeSampler, steal_seconds
 from opbench.progress import Progress
 from opbench.report import Mode, Row
 from opbench.subject import Readiness, Subject, expand
@@ -108,6 +108,8 @@ class _Window:
     t_submitted: float | None = None
     cpu_start: float | None = None
     cpu_end: float | None = None
+    steal_start: float | None = None
+    steal_end: float | None = None
     outcome: str = "not started"
     reconciles: ReconcileTimes | None = None
 
@@ -188,6 +190,7 @@ async def _measure_process(
         log.info("%s ready after %.1f s; starting the clock", mode, waited)
         async with _watching(api, namespace, workload, progress) as watchers:
             window.cpu_start = sampler.sample().cpu_seconds
+            window.steal_start = steal_seconds()
             t0 = time.monotonic()
             progress.origin = t0
             if mode is not Mode.FLOOR:
@@ -202,6 +205,7 @@ async def _measure_process(
             # the CPU of the run ends here: scraping the reconcile histogram below is the bench's doing
             last = sampler.sample() if subject.exit_code() is None else sampler.last
             window.cpu_end = last.cpu_seconds if last else None
+            window.steal_end = steal_seconds()
             if command.metrics and subject.exit_code() is None:
                 window.reconciles = await _reconcile_times(command.metrics.format_map(values))
     finally:
@@ -291,6 +295,9 @@ def _row(
     cpu = None
     if window.cpu_start is not None and window.cpu_end is not None:
         cpu = window.cpu_end - window.cpu_start
+    steal = None
+    if window.steal_start is not None and window.steal_end is not None:
+        steal = window.steal_end - window.steal_start
     return Row(
         mode=mode,
         peer=peer if mode is Mode.PEER else None,
@@ -300,6 +307,7 @@ def _row(
         pods=workload.pods,
         outcome=window.outcome,
         load_before=load,
+        steal_seconds=steal,
         t_submitted=window.t_submitted,
         t_pods=progress.since_origin(progress.t_pods),
         t_running=progress.since_origin(progress.t_running),

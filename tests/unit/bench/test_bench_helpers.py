@@ -15,7 +15,7 @@ from opbench import cli
 from opbench.audit import audit_policy, count_requests, read_requests
 from opbench.histogram import ReconcileTimes, parse_reconcile_times
 from opbench.identity import token_kubeconfig
-from opbench.procstat import parse_stat, parse_status_kib, sample_tree
+from opbench.procstat import parse_stat, parse_status_kib, parse_steal_ticks, sample_tree, steal_seconds
 from opbench.progress import Progress
 from opbench.report import Mode, Row, floor_ratio, render_json, render_markdown
 from opbench.subject import Readiness, expand
@@ -43,7 +43,7 @@ def table_rows(markdown: str) -> list[list[str]]:
 def test_table_gives_each_operator_run_its_ratio_to_the_floor_of_the_same_n() -> None:
     rows = [
         row(Mode.FLOOR, 10, 0.5, requests=40),
-        row(Mode.OPERATOR, 10, 3.0, requests=250, cpu_seconds=1.25, peak_rss_mib=101.6),
+        row(Mode.OPERATOR, 10, 3.0, requests=250, cpu_seconds=1.25, peak_rss_mib=101.6, steal_seconds=0.031),
         row(Mode.FLOOR, 100, 4.0),
         row(Mode.OPERATOR, 100, 10.0),
     ]
@@ -53,6 +53,7 @@ def test_table_gives_each_operator_run_its_ratio_to_the_floor_of_the_same_n() ->
     assert cells[1]["req/job"] == "25.0"
     assert cells[1]["CPU s"] == "1.2"  # rounded for the table; the JSON keeps every digit
     assert cells[1]["peak RSS MiB"] == "102"
+    assert cells[1]["steal s"] == "0.03"
 
 
 def test_missing_figures_show_as_na_never_as_zero() -> None:
@@ -62,6 +63,7 @@ def test_missing_figures_show_as_na_never_as_zero() -> None:
     assert cells["all pods s"] == "n/a"
     assert cells["API requests"] == "n/a"
     assert cells["all pods / floor"] == "n/a"
+    assert cells["steal s"] == "n/a"  # a kernel that does not count it
     assert cells["outcome"] == "timeout"
 
 
@@ -193,6 +195,22 @@ def test_a_tree_sums_cpu_and_rss_of_every_descendant_and_skips_vanished_ones(tmp
     fake_process(tmp_path, 12, ticks=0, rss=100, hwm=100, children=[])  # 99 exited meanwhile
     sample = sample_tree(10, tmp_path)
     assert (sample.processes, sample.cpu_seconds, sample.rss_kib, sample.hwm_kib) == (3, 2.0, 1600, 5000)
+
+
+def test_steal_is_the_eighth_number_of_the_summary_cpu_line(tmp_path: Path) -> None:
+    stat = "cpu  443915 17117 110408 474333 1355 0 5598 1347 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 1 2\n"
+    assert parse_steal_ticks(stat) == 1347
+    assert parse_steal_ticks("cpu  1 2 3 4\n") is None  # an old kernel's shorter line
+    (tmp_path / "stat").write_text(stat)
+    assert steal_seconds(tmp_path) == 1347 / os.sysconf("SC_CLK_TCK")
+    assert steal_seconds(tmp_path / "nowhere") is None
+
+
+def test_the_machines_steal_is_read_from_the_real_proc() -> None:
+    first = steal_seconds()
+    assert first is not None and first >= 0
+    second = steal_seconds()
+    assert second is not None and second >= first
 
 
 def test_the_running_test_process_is_found_in_the_real_proc() -> None:
