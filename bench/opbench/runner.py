@@ -292,12 +292,6 @@ def _row(
     identity: Identity | None,
 ) -> Row:
     requests = read_requests(audit_log, identity.username) if audit_log and identity else None
-    cpu = None
-    if window.cpu_start is not None and window.cpu_end is not None:
-        cpu = window.cpu_end - window.cpu_start
-    steal = None
-    if window.steal_start is not None and window.steal_end is not None:
-        steal = window.steal_end - window.steal_start
     return Row(
         mode=mode,
         peer=peer if mode is Mode.PEER else None,
@@ -307,7 +301,7 @@ def _row(
         pods=workload.pods,
         outcome=window.outcome,
         load_before=load,
-        steal_seconds=steal,
+        steal_seconds=_spent(window.steal_start, window.steal_end),
         t_submitted=window.t_submitted,
         t_pods=progress.since_origin(progress.t_pods),
         t_running=progress.since_origin(progress.t_running),
@@ -315,11 +309,16 @@ def _row(
         requests=requests.total if requests else None,
         requests_by_call=requests.by_call if requests else {},
         refused_by_call=requests.refused if requests else {},
-        cpu_seconds=cpu,
+        cpu_seconds=_spent(window.cpu_start, window.cpu_end),
         cpu_total_seconds=window.cpu_end,
         peak_rss_mib=sampler.peak_rss_kib / 1024 if sampler and sampler.peak_rss_kib else None,
         reconciles=window.reconciles,
     )
+
+
+def _spent(start: float | None, end: float | None) -> float | None:
+    """What a counter read at the window's start and end grew by (None unless both readings exist)."""
+    return None if start is None or end is None else end - start
 
 
 async def _reconcile_times(url: str) -> ReconcileTimes | None:
