@@ -27,8 +27,7 @@ from kubetrain.common.kube.store import Store
 from kubetrain.common.testing import FakeClock, MemoryEventRecorder
 from kubetrain.controllers.mpi import LAUNCHER_BACKOFF_LIMIT, MPIJobController
 from kubetrain.controllers.settings import ControllerSettings
-from kubetrain.runtimes import mpi as pod_side
-from kubetrain.runtimes.contract import (
+from kubetrain.podcontract import (
     DiscoverHosts,
     Hostfile,
     MPIImplementation,
@@ -36,6 +35,7 @@ from kubetrain.runtimes.contract import (
     launcher_env,
     names,
 )
+from kubetrain.runtimes import mpi as pod_side
 
 NS = "team-a"
 

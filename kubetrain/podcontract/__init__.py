@@ -16,10 +16,10 @@ that a training image needs nothing of the operator's dependencies to parse its 
 
 from __future__ import annotations
 
-from kubetrain.runtimes.contract import names
-from kubetrain.runtimes.contract.errors import ContractError
-from kubetrain.runtimes.contract.jaxenv import JaxEnv
-from kubetrain.runtimes.contract.mpi import (
+from kubetrain.podcontract import names
+from kubetrain.podcontract.errors import ContractError
+from kubetrain.podcontract.jaxenv import JaxEnv
+from kubetrain.podcontract.mpi import (
     DiscoverHosts,
     Hostfile,
     HostfileEntry,
@@ -29,10 +29,10 @@ from kubetrain.runtimes.contract.mpi import (
     launcher_env,
     worker_env,
 )
-from kubetrain.runtimes.contract.paddleenv import PaddleEnv, PaddleRole
-from kubetrain.runtimes.contract.tfconfig import StrategyKind, TFConfig, TFReplicaType, TFTask
-from kubetrain.runtimes.contract.torchenv import MasterEnv, RendezvousEnv, TorchEnv, TorchProcess
-from kubetrain.runtimes.contract.xgbenv import XGBoostEnv
+from kubetrain.podcontract.paddleenv import PaddleEnv, PaddleRole
+from kubetrain.podcontract.tfconfig import StrategyKind, TFConfig, TFReplicaType, TFTask
+from kubetrain.podcontract.torchenv import MasterEnv, RendezvousEnv, TorchEnv, TorchProcess
+from kubetrain.podcontract.xgbenv import XGBoostEnv
 
 __all__ = [
     "ContractError",
