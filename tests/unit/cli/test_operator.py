@@ -17,10 +17,11 @@ from collections.abc import Iterator
 import pytest
 
 from kubetrain.api import KINDS, TFJOB
-from kubetrain.cli import main, operator_app
+from kubetrain.cli import main
+from kubetrain.cli.operator import app as operator_app
 from kubetrain.cli.operator import build_operator_parser
-from kubetrain.cli.operator_logs import configure_logging
-from kubetrain.cli.operator_options import (
+from kubetrain.cli.operator.logs import configure_logging
+from kubetrain.cli.operator.options import (
     DEFAULTS,
     SERVICE_MODES,
     LogFormat,

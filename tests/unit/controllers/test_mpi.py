@@ -472,7 +472,7 @@ def test_a_hostfile_beyond_a_configmaps_mebibyte_fails_the_job_saying_why() -> N
 def test_cryptography_is_loaded_only_for_the_first_key() -> None:
     """7.5 MiB an idle operator does not pay (bench/operator_at_rest.py)."""
     probe = (
-        "import sys, kubetrain.cli.operator_app, kubetrain.controllers.mpi, kubetrain.controllers.registry\n"
+        "import sys, kubetrain.cli.operator.app, kubetrain.controllers.mpi, kubetrain.controllers.registry\n"
         "before = 'cryptography' in sys.modules\n"
         "from kubetrain.controllers.mpi.sshkey import generate_ssh_key\n"
         "generate_ssh_key()\n"

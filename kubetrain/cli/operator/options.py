@@ -2,7 +2,7 @@
 
 Every check happens here, before anything connects, so that a typo is one line on stderr naming the flag
 and the fix (exit 2), never a traceback from deep inside the operator. The result, `OperatorOptions`, is
-a frozen value that `kubetrain.cli.operator_app` runs.
+a frozen value that `kubetrain.cli.operator.app` runs.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
-from kubetrain.cli.operator_kubeflow import refusals
-from kubetrain.cli.operator_progress import ProgressOptions, progress_options
+from kubetrain.cli.operator.kubeflow import refusals
+from kubetrain.cli.operator.progress import ProgressOptions, progress_options
 from kubetrain.common import cmdline
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
 

@@ -2,12 +2,12 @@
 
 This module is the command line only: the flags, grouped as a platform engineer looks for them, and
 their validation into one `OperatorOptions` value (a bad flag is one message naming it and the fix, exit
-2, before anything connects). `kubetrain.cli.operator_app` builds and runs the operator from it.
+2, before anything connects). `kubetrain.cli.operator.app` builds and runs the operator from it.
 
 Kubeflow's training-operator v1.9 and mpi-operator v0.8 flags are accepted where they mean something here
 (`--kube-api-qps`, `--enable-scheme`, `--controller-threads`, `--threadiness`, `--monitoring-port`...), so
 an existing Deployment's arguments carry over; the others fail naming kubetrain's equivalent. The table
-of them is `kubetrain.cli.operator_kubeflow.FLAGS` (docs/migrating.md).
+of them is `kubetrain.cli.operator.kubeflow.FLAGS` (docs/migrating.md).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import sys
 from typing import Any
 
 from kubetrain.cli.exitcodes import ExitCode
-from kubetrain.cli.operator_kubeflow import add_kubeflow_flags
-from kubetrain.cli.operator_options import (
+from kubetrain.cli.operator.kubeflow import add_kubeflow_flags
+from kubetrain.cli.operator.options import (
     DEFAULTS,
     SERVICE_MODES,
     BoolFlag,
@@ -345,6 +345,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubetrain operator: {err}", file=sys.stderr)
         return int(ExitCode.USAGE)
     # Imported here: `kubetrain --help` and the other commands need none of the operator's machinery.
-    from kubetrain.cli.operator_app import run_operator  # noqa: PLC0415
+    from kubetrain.cli.operator.app import run_operator  # noqa: PLC0415
 
     return run_operator(options)

@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from kubetrain.cli.operator_options import LogFormat
+from kubetrain.cli.operator.options import LogFormat
 from kubetrain.common.logs import ContextFilter
 
 __all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]

@@ -27,8 +27,8 @@ from typing import Any
 
 from kubetrain import __version__
 from kubetrain.cli.exitcodes import ExitCode
-from kubetrain.cli.operator_logs import configure_logging
-from kubetrain.cli.operator_options import OperatorOptions
+from kubetrain.cli.operator.logs import configure_logging
+from kubetrain.cli.operator.options import OperatorOptions
 from kubetrain.common import eventloop
 from kubetrain.common.errors import (
     ApiError,
