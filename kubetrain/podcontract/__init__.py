@@ -1,8 +1,12 @@
-"""The runtime contract: the one definition of the environment a replica's pod receives.
+"""The pod contract: the one definition of what a job's pod is given and what it reports back.
 
-The operator's controllers render it; the code in the pod (kubetrain.runtimes.torch/tensorflow/mpi and
-user code) and the local runner read it. Stdlib-only on purpose (an import-linter contract enforces it), so
-that a training image needs nothing of the operator's dependencies to parse its own environment.
+A replica's pod is given its environment (env var names, TF_CONFIG, the torch, JAX, XGBoost and Paddle
+env, MPI hostfiles), and it may send a progress report. The operator's controllers render the first and
+read the second; the code in the pod (kubetrain.runtimes.torch/tensorflow/mpi and user code) and the local
+runner read the first and write the second. Every floor of the package uses it, so it is the bottom one:
+it imports nothing of kubetrain but itself, and nothing outside the standard library (import-linter
+contracts enforce both), so that a training image needs none of the operator's dependencies to parse its
+own environment. `kubetrain.runtimes.contract` is its old name, kept for users' scripts.
 
 - `names`: every env var name and file path (TF_CONFIG, MASTER_*, PET_*, OMPI_MCA_*, I_MPI_*, HYDRA_*, ...).
 - `TFConfig`: the TF_CONFIG document, render/parse, and the strategy it implies.
@@ -11,6 +15,7 @@ that a training image needs nothing of the operator's dependencies to parse its 
 - `XGBoostEnv` (both sides) for XGBoostJob.
 - `PaddleEnv` (both sides) and `PaddleRole` for PaddleJob.
 - `Hostfile`, `DiscoverHosts`, `launcher_env`, `worker_env`, `MPIProcess` for MPIJob.
+- `progress`: the training-progress report a pod sends, its bounds and the env that says where to send it.
 - `ContractError`: a missing or malformed value, naming the variable and the fix.
 """
 

@@ -70,3 +70,11 @@ def test_importing_the_contract_and_the_pod_helpers_pulls_no_third_party_module(
     imported = set(eval(out))
     third_party = imported - set(sys.stdlib_module_names) - {"kubetrain"}
     assert third_party == set(), f"the contract must stay stdlib-only; it imported {third_party}"
+
+
+def test_the_old_name_still_imports_the_same_contract() -> None:
+    # users' training scripts import kubetrain.runtimes.contract (README named it); one definition behind both
+    import kubetrain.runtimes.contract as old_name  # noqa: PLC0415
+
+    assert old_name.__all__ == contract.__all__
+    assert all(getattr(old_name, name) is getattr(contract, name) for name in contract.__all__)
