@@ -20,7 +20,6 @@ from kubetrain.api import KINDS, TFJOB
 from kubetrain.cli import main
 from kubetrain.cli.operator import app as operator_app
 from kubetrain.cli.operator import build_operator_parser
-from kubetrain.cli.operator.logs import configure_logging
 from kubetrain.cli.operator.options import (
     DEFAULTS,
     SERVICE_MODES,
@@ -35,6 +34,7 @@ from kubetrain.common.errors import ApiError, Forbidden, NotFound, TransportErro
 from kubetrain.common.job import ServiceMode
 from kubetrain.common.kube.http import TLS_READ_BUFFER
 from kubetrain.common.kube.informer import CacheSyncError
+from kubetrain.common.logformat import configure_logging
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.controllers.registry import (
     CONTROLLERS,
