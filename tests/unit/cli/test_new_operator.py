@@ -28,8 +28,14 @@ from kubetrain.testing import binaries
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "operators" / "sleepjob"
 SLEEPJOB = ProjectNames("SleepJob", "example.dev", ("Sleeper",))
-EDITED = {Path("sleepjob/kind.py"), Path("examples/sleepjob.yaml"), Path("tests/test_operator.py")}
-"""The example's files that differ from what the scaffold writes: its hook, a bigger sample, a check of it."""
+EDITED = {
+    Path("sleepjob/kind.py"),
+    Path("examples/sleepjob.yaml"),
+    Path("tests/test_operator.py"),
+    Path("config/crd/sleepjobs.example.dev.yaml"),
+}
+"""The example's files that differ from what the scaffold writes: its hook and CEL rule, the CRD that
+carries the rule, a bigger sample, checks of both."""
 
 
 _NOT_CODE = (
