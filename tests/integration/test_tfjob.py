@@ -14,7 +14,7 @@ import pytest
 from kubetrain.api import TFJOB
 from kubetrain.common.kube.resources import SERVICES
 from kubetrain.controllers.tensorflow import TFJobController
-from kubetrain.runtimes.contract import TFConfig, TFTask
+from kubetrain.podcontract import TFConfig, TFTask
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome
 from kubetrain.testing.operator import (

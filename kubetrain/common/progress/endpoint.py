@@ -44,7 +44,7 @@ from kubetrain.common.kube import objects
 from kubetrain.common.kube.authn import Identity, bearer_token
 from kubetrain.common.kube.resources import Obj
 from kubetrain.common.progress.coalesce import Coalescer, JobKey, Received, parse_report
-from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES
+from kubetrain.podcontract.progress import MAX_BODY_BYTES
 
 __all__ = ["Answer", "Authenticator", "StatusReports"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.common.kube.resources import Obj
-from kubetrain.runtimes.contract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV, status_path
+from kubetrain.podcontract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV, status_path
 
 __all__ = ["MOUNT_PATH", "OPT_OUT_ANNOTATION", "VOLUME", "ProgressInjection", "opted_out"]
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import h11
 
 from kubetrain.common.progress.endpoint import Answer, StatusReports
-from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES
+from kubetrain.podcontract.progress import MAX_BODY_BYTES
 
 __all__ = ["ProgressServer"]
 

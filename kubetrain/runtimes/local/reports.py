@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kubetrain.api import TrainerStatus
-from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES, status_path
+from kubetrain.podcontract.progress import MAX_BODY_BYTES, status_path
 
 __all__ = ["ReportReceiver"]
 

@@ -23,7 +23,7 @@ import yaml
 from kubetrain.api import KINDS
 from kubetrain.api.crd import crd_file_name
 from kubetrain.cli import build_parser
-from kubetrain.cli.operator_options import options_from_args
+from kubetrain.cli.operator.options import options_from_args
 from kubetrain.testing import binaries
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kubetrain.api import TrainerStatus
-from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES
+from kubetrain.podcontract.progress import MAX_BODY_BYTES
 from kubetrain.runtimes.local.console import Console
 from kubetrain.runtimes.local.progressbar import LossHistory, bar_line, sparkline
 from kubetrain.runtimes.local.reports import ReportReceiver
