@@ -244,13 +244,13 @@ def _endpoint_flags(group: argparse._ArgumentGroup) -> None:
         "--health-probe-bind-address",
         default=DEFAULTS.health_address,
         metavar="[HOST]:PORT",
-        help="serves /healthz, /readyz and /metrics; 0 disables (default: %(default)s)",
+        help="serves /healthz and /readyz (never /metrics); 0 disables (default: %(default)s)",
     )
     group.add_argument(
         "--metrics-bind-address",
         default=DEFAULTS.metrics_address,
         metavar="[HOST]:PORT",
-        help="a second listener for /metrics, the port Prometheus scrapes; 0 disables (default: %(default)s)",
+        help="the listener of /metrics, the port Prometheus scrapes; 0: not served (default: %(default)s)",
     )
     group.add_argument(
         "--metrics-secure",

@@ -3,8 +3,8 @@
     --kubeconfig PATH  --context NAME        credentials (default: in-cluster, $KUBECONFIG, ~/.kube/config)
     --namespace NS (repeatable)               the namespaces watched (default: all)
     --leader-elect  --leader-election-namespace NS  --leader-election-id NAME
-    --health-probe-bind-address [HOST]:PORT   /healthz /readyz /metrics (default :8081; 0: off)
-    --metrics-bind-address [HOST]:PORT        a second listener for Prometheus (default 0: off)
+    --health-probe-bind-address [HOST]:PORT   /healthz /readyz (default :8081; 0: off)
+    --metrics-bind-address [HOST]:PORT        /metrics, for Prometheus (default 0: not served)
     --metrics-secure=true|false  --metrics-cert-path DIR   HTTPS with each scrape checked (default true)
     --workers N  --log-level LEVEL
 
@@ -69,14 +69,19 @@ def operator_parser(*, prog: str | None = None, description: str | None = None) 
     add("--leader-election-namespace", help="namespace of the Lease (default: the pod's own)")
     add("--leader-election-id", help="the Lease's name (default: the first kind's operator name)")
     add("--health-probe-bind-address", default=":8081", help="[HOST]:PORT of /healthz /readyz; 0: off")
-    add("--metrics-bind-address", default="0", help="[HOST]:PORT of a second /metrics listener; 0: off")
+    add(
+        "--metrics-bind-address",
+        default="0",
+        help="[HOST]:PORT of /metrics (and the probe paths); 0: /metrics is not served (the probe port never "
+        "serves it)",
+    )
     add(
         "--metrics-secure",
         type=_bool,
         default=True,
         metavar="true|false",
         help="serve --metrics-bind-address over HTTPS, each scrape checked by TokenReview and "
-        "SubjectAccessReview (default: true)",
+        "SubjectAccessReview (default: true); false serves it as plain, open HTTP (the one opt-out)",
     )
     add("--metrics-cert-path", metavar="DIR", help="tls.crt and tls.key for /metrics (default: self-signed)")
     add("--workers", type=int, default=1, help="jobs of each kind reconciled at once")

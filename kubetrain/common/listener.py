@@ -1,0 +1,364 @@
+"""One HTTP/1.1 connection loop for every listener of the operator, bounded against hostile clients.
+
+The probes, /metrics and the training-progress endpoint are reachable by anyone on the pod network, so no
+client may make the operator hold much memory, time or work: not a slow one (slowloris), not one sending
+a flood of headers, not one opening connections in a loop from one address or from many. `Limits` holds
+the bounds, and `Listener` applies them to each connection before the listener's own `Handler` sees a
+request:
+
+- connections: at most `per_peer` from one address and `max_connections` in all. One past a peer's cap
+  closes that peer's oldest; one past the overall cap closes the oldest of the peer holding most. So a
+  client that opens connections in a loop only ever closes its own, and a kubelet or a pod with one
+  connection keeps it;
+- a request head (request line and headers) within `max_head` bytes and `max_headers` fields (431), read
+  within `head_timeout` seconds; a body within `max_body` bytes (413, known from Content-Length before any
+  of it is read); the whole exchange, the answer's drain included, within `request_timeout` (a client that
+  reads its answer too slowly is cut off there); a kept-alive connection waits `idle_timeout` for the next
+  request; a TLS handshake gets `head_timeout`;
+- a refusal (a malformed or oversized request, and any answer the handler marks `close`: 401, 403, 429,
+  503) closes the connection, so that a stranger never holds a slot for a keep-alive period;
+- the handler's work is cancelled when its client goes away (EOF or reset, or its connection evicted by
+  the caps): a dropped request takes what it queued (a TokenReview) with it.
+
+The protocol is h11's (python-hyper's sans-IO HTTP/1.1): request parsing, bodies (Content-Length and
+chunked), keep-alive rules and response framing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+import h11
+
+__all__ = ["Handler", "Limits", "Listener", "Reply", "Request"]
+
+log = logging.getLogger(__name__)
+
+TEXT = "text/plain; charset=utf-8"
+_READ = 65536
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """The bounds of one listener (see the module docstring); the defaults are the probe listener's."""
+
+    max_connections: int = 64
+    per_peer: int = 8
+    head_timeout: float = 10.0
+    request_timeout: float = 30.0
+    idle_timeout: float = 30.0
+    max_head: int = 16 * 1024
+    max_headers: int = 64
+    max_body: int = 64 * 1024
+    close_grace: float = 5.0
+    """Seconds a closing connection may take to send what it still buffers."""
+
+
+@dataclass(frozen=True)
+class Request:
+    method: bytes
+    target: bytes
+    headers: tuple[tuple[bytes, bytes], ...]
+    """Names in lower case (h11's)."""
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        """The path of an origin-form (`/readyz?verbose`) or absolute-form (`http://host/readyz`) target."""
+        try:
+            return urlsplit(self.target.decode("ascii")).path
+        except ValueError:  # not ASCII, or e.g. an unclosed [ in the host of an absolute-form target
+            return ""
+
+    def header(self, name: bytes) -> str | None:
+        return next((v.decode("latin-1") for k, v in self.headers if k == name), None)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: HTTPStatus
+    body: bytes
+    content_type: str = TEXT
+    headers: tuple[tuple[str, str], ...] = ()
+    close: bool = False
+    """Close the connection after this answer (a refusal)."""
+
+
+Handler = Callable[[Request], Awaitable[Reply]]
+"""A listener's requests, one at a time per connection; an exception becomes a logged 500."""
+Refusal = Callable[[HTTPStatus], Reply]
+"""The answer to a request refused before the handler saw it (its format is the listener's)."""
+
+
+def text_refusal(status: HTTPStatus) -> Reply:
+    return Reply(status, f"{status.value}: {status.phrase}".encode(), close=True)
+
+
+class _Refused(Exception):
+    def __init__(self, status: HTTPStatus) -> None:
+        super().__init__(status.phrase)
+        self.status = status
+
+
+class _Peers:
+    """Open connections by peer address, oldest first, with the caps described in the module docstring."""
+
+    def __init__(self, per_peer: int, total: int) -> None:
+        self._per_peer = per_peer
+        self._total = total
+        self.by_peer: dict[str, list[asyncio.StreamWriter]] = {}
+        self.count = 0
+
+    def admit(self, peer: str, writer: asyncio.StreamWriter) -> None:
+        mine = self.by_peer.setdefault(peer, [])
+        if len(mine) >= self._per_peer:
+            self._evict(mine)
+        elif self.count >= self._total:
+            self._evict(max(self.by_peer.values(), key=len))
+        mine.append(writer)
+        self.count += 1
+
+    def _evict(self, writers: list[asyncio.StreamWriter]) -> None:
+        writers.pop(0).transport.abort()  # its handler sees the connection lost, and returns
+        self.count -= 1
+
+    def leave(self, peer: str, writer: asyncio.StreamWriter) -> None:
+        mine = self.by_peer.get(peer, [])
+        if writer in mine:
+            mine.remove(writer)
+            self.count -= 1
+        if not mine:
+            self.by_peer.pop(peer, None)
+
+
+def _peer(writer: asyncio.StreamWriter) -> str:
+    address = writer.get_extra_info("peername")
+    return str(address[0]) if isinstance(address, tuple) else str(address)
+
+
+class Listener:
+    """Serves `handler` within `limits` on `start(host, port)`; `port` is the bound one (for port 0)."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        limits: Limits,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        refusal: Refusal = text_refusal,
+    ) -> None:
+        self._handler, self._limits, self._ssl, self._refusal = handler, limits, ssl_context, refusal
+        self._peers = _Peers(limits.per_peer, limits.max_connections)
+        self._open: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._server: asyncio.Server | None = None
+        self._stopping = False
+        self.port: int | None = None
+
+    @property
+    def connections(self) -> int:
+        """Connections open now (idle kept ones included)."""
+        return len(self._open)
+
+    async def start(self, host: str, port: int) -> None:
+        self._stopping = False
+        handshake = self._limits.head_timeout if self._ssl else None
+        self._server = await asyncio.start_server(
+            self._serve, host, port, ssl=self._ssl, ssl_handshake_timeout=handshake
+        )
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Close the listening socket and every open connection; return once their handlers are done."""
+        self._stopping = True
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        for writer in self._open.values():
+            writer.transport.abort()  # no goodbye: an idle client would not answer it
+        if self._open:
+            await asyncio.wait(list(self._open), timeout=self._limits.close_grace)
+        await server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One connection: requests answered in turn until a side closes it, a limit ends it, or a refusal."""
+        task = asyncio.current_task()
+        assert task is not None
+        peer = _peer(writer)
+        self._peers.admit(peer, writer)
+        self._open[task] = writer
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_head)
+        try:
+            while not self._stopping and await self._exchange(conn, reader, writer):
+                conn.start_next_cycle()
+                if not await self._next_request(conn, reader):
+                    break
+        except (OSError, h11.ProtocolError, ssl.SSLError):  # reset, or TimeoutError: too slow
+            pass
+        finally:
+            await self._close(writer)
+            self._peers.leave(peer, writer)
+            del self._open[task]
+
+    async def _close(self, writer: asyncio.StreamWriter) -> None:
+        # close() sends what is still buffered, then TLS's close_notify or the FIN; an abort at once would
+        # drop the buffered tail of a large answer. A peer that neither reads nor closes is cut after the
+        # grace; with nothing left to send, after 1 s (a TLS close waits for the peer's close_notify,
+        # which an idle client may never send).
+        grace = self._limits.close_grace if writer.transport.get_write_buffer_size() else 1.0
+        writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), grace)
+        writer.transport.abort()
+
+    async def _next_request(self, conn: h11.Connection, reader: asyncio.StreamReader) -> bool:
+        """Wait up to `idle_timeout` for the next request's first bytes; False when none came."""
+        if conn.trailing_data[0] or conn.trailing_data[1]:
+            return True  # already received (pipelined), or the end of the stream (h11 says so next)
+        try:
+            async with asyncio.timeout(self._limits.idle_timeout):
+                data = await reader.read(_READ)
+        except TimeoutError:
+            return False
+        conn.receive_data(data)
+        return bool(data)
+
+    async def _exchange(
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Read one request and answer it; whether the connection stays open for the next."""
+        async with asyncio.timeout(self._limits.request_timeout):
+            try:
+                request = await self._read(conn, reader)
+            except _Refused as refused:
+                await _send(conn, writer, self._refusal(refused.status), head_only=False)
+                return False
+            if request is None:  # the client closed the connection
+                return False
+            reply = await self._answer(conn, reader, request)
+            if reply is None:  # the client went away while its request was being answered
+                return False
+            await _send(conn, writer, reply, head_only=request.method == b"HEAD")
+            return not reply.close and conn.our_state is h11.DONE and conn.their_state is h11.DONE
+
+    async def _read(self, conn: h11.Connection, reader: asyncio.StreamReader) -> Request | None:
+        """The next request (its head within `head_timeout`), or None when the client closed first."""
+        try:
+            async with asyncio.timeout(self._limits.head_timeout):
+                head = await _read_head(conn, reader)
+        except TimeoutError as err:
+            raise _Refused(HTTPStatus.REQUEST_TIMEOUT) from err
+        if head is None:
+            return None
+        self._check(head)
+        body = await _read_body(conn, reader, self._limits.max_body)
+        return Request(head.method, head.target, tuple(head.headers), body)
+
+    def _check(self, head: h11.Request) -> None:
+        """_Refused for what h11 lets through and we refuse: HTTP/2+, big heads, many fields, big bodies."""
+        if head.http_version not in (b"1.0", b"1.1"):
+            raise _Refused(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED)
+        size = len(head.target) + sum(len(k) + len(v) + 4 for k, v in head.headers)
+        if len(head.headers) > self._limits.max_headers or size > self._limits.max_head:
+            raise _Refused(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
+        if any(k == b"content-length" and int(v) > self._limits.max_body for k, v in head.headers):
+            raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+
+    async def _answer(
+        self, conn: h11.Connection, reader: asyncio.StreamReader, request: Request
+    ) -> Reply | None:
+        """The handler's reply, or None when the client went away first (the handler is then cancelled)."""
+        work = asyncio.ensure_future(self._handle(request))
+        gone = asyncio.ensure_future(_until_gone(conn, reader, self._limits.max_head))
+        try:
+            await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (gone, work):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        return work.result() if not work.cancelled() else None
+
+    async def _handle(self, request: Request) -> Reply:
+        try:
+            return await self._handler(request)
+        except Exception:  # a failing collector or check: a 500, the traceback in the log
+            log.exception("%s %s failed", request.method.decode(), request.target.decode("latin-1"))
+            return Reply(HTTPStatus.INTERNAL_SERVER_ERROR, b"500: Internal Server Error")
+
+
+async def _read_head(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Request | None:
+    while True:
+        event = _next_event(conn)
+        if event is h11.NEED_DATA:
+            conn.receive_data(await reader.read(_READ))  # b"": the end of the stream
+        elif isinstance(event, h11.Request):
+            return event
+        elif isinstance(event, h11.ConnectionClosed):
+            return None
+
+
+async def _read_body(conn: h11.Connection, reader: asyncio.StreamReader, limit: int) -> bytes:
+    body = bytearray()
+    while True:
+        event = _next_event(conn)
+        if event is h11.NEED_DATA:
+            conn.receive_data(await reader.read(_READ))
+        elif isinstance(event, h11.Data):
+            body += event.data
+            if len(body) > limit:  # a chunked body: no Content-Length said so before
+                raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        elif isinstance(event, h11.EndOfMessage):
+            return bytes(body)
+        elif isinstance(event, h11.ConnectionClosed):
+            raise _Refused(HTTPStatus.BAD_REQUEST)
+
+
+def _next_event(conn: h11.Connection) -> object:
+    try:
+        return conn.next_event()
+    except h11.RemoteProtocolError as err:
+        raise _Refused(HTTPStatus(err.error_status_hint)) from err
+
+
+async def _until_gone(conn: h11.Connection, reader: asyncio.StreamReader, limit: int) -> None:
+    """Returns when the client closes or resets the connection. What it sends meanwhile (a pipelined request)
+    is kept for h11, up to `limit` bytes; past that, nothing more is read until the answer is sent."""
+    try:
+        while len(conn.trailing_data[0]) <= limit:
+            data = await reader.read(_READ)
+            if not data:
+                return
+            conn.receive_data(data)
+    except OSError:
+        return
+    await asyncio.Event().wait()
+
+
+async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, reply: Reply, *, head_only: bool) -> None:
+    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return  # nothing can be said on this connection any more
+    headers = [
+        ("Date", email.utils.formatdate(usegmt=True)),
+        ("Content-Type", reply.content_type),
+        ("Content-Length", str(len(reply.body))),
+        *reply.headers,
+        ("Connection", "close" if reply.close else "keep-alive"),  # h11 says close when it must
+    ]
+    data = conn.send(
+        h11.Response(status_code=reply.status.value, headers=headers, reason=reply.status.phrase)
+    )
+    if not head_only:
+        data += conn.send(h11.Data(data=reply.body))
+    data += conn.send(h11.EndOfMessage())
+    writer.write(data)
+    await writer.drain()
