@@ -14,36 +14,43 @@ request:
   within `head_timeout` seconds; a body within `max_body` bytes (413, known from Content-Length before any
   of it is read); the whole exchange, the answer's drain included, within `request_timeout` (a client that
   reads its answer too slowly is cut off there); a kept-alive connection waits `idle_timeout` for the next
-  request; a TLS handshake gets `head_timeout`;
+  request; a TLS handshake gets `head_timeout`, and counts against the caps from its first byte;
 - a refusal (a malformed or oversized request, and any answer the handler marks `close`: 401, 403, 429,
   503) closes the connection, so that a stranger never holds a slot for a keep-alive period;
 - the handler's work is cancelled when its client goes away (EOF or reset, or its connection evicted by
   the caps): a dropped request takes what it queued (a TokenReview) with it.
 
-The protocol is h11's (python-hyper's sans-IO HTTP/1.1): request parsing, bodies (Content-Length and
-chunked), keep-alive rules and response framing.
+The protocol is h11's (python-hyper's sans-IO HTTP/1.1), read and written by `kubetrain.common.http11`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from urllib.parse import urlsplit
 
 import h11
 
-__all__ = ["Handler", "Limits", "Listener", "Reply", "Request"]
+from kubetrain.common.http11 import (
+    READ,
+    TEXT,
+    Refused,
+    Reply,
+    Request,
+    read_body,
+    read_head,
+    send,
+    text_refusal,
+    until_gone,
+)
+
+__all__ = ["TEXT", "Handler", "Limits", "Listener", "Reply", "Request", "text_refusal"]
 
 log = logging.getLogger(__name__)
-
-TEXT = "text/plain; charset=utf-8"
-_READ = 65536
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,78 +69,40 @@ class Limits:
     """Seconds a closing connection may take to send what it still buffers."""
 
 
-@dataclass(frozen=True)
-class Request:
-    method: bytes
-    target: bytes
-    headers: tuple[tuple[bytes, bytes], ...]
-    """Names in lower case (h11's)."""
-    body: bytes
-
-    @property
-    def path(self) -> str:
-        """The path of an origin-form (`/readyz?verbose`) or absolute-form (`http://host/readyz`) target."""
-        try:
-            return urlsplit(self.target.decode("ascii")).path
-        except ValueError:  # not ASCII, or e.g. an unclosed [ in the host of an absolute-form target
-            return ""
-
-    def header(self, name: bytes) -> str | None:
-        return next((v.decode("latin-1") for k, v in self.headers if k == name), None)
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: HTTPStatus
-    body: bytes
-    content_type: str = TEXT
-    headers: tuple[tuple[str, str], ...] = ()
-    close: bool = False
-    """Close the connection after this answer (a refusal)."""
-
-
 Handler = Callable[[Request], Awaitable[Reply]]
 """A listener's requests, one at a time per connection; an exception becomes a logged 500."""
 Refusal = Callable[[HTTPStatus], Reply]
 """The answer to a request refused before the handler saw it (its format is the listener's)."""
 
 
-def text_refusal(status: HTTPStatus) -> Reply:
-    return Reply(status, f"{status.value}: {status.phrase}".encode(), close=True)
-
-
-class _Refused(Exception):
-    def __init__(self, status: HTTPStatus) -> None:
-        super().__init__(status.phrase)
-        self.status = status
-
-
 class _Peers:
-    """Open connections by peer address, oldest first, with the caps described in the module docstring."""
+    """Open connections (their handlers' tasks) by peer address, oldest first, with the caps described in
+    the module docstring. An evicted connection's handler is cancelled: it closes its connection, and the
+    work it was waiting for goes with it (a TLS handshake under way included)."""
 
     def __init__(self, per_peer: int, total: int) -> None:
         self._per_peer = per_peer
         self._total = total
-        self.by_peer: dict[str, list[asyncio.StreamWriter]] = {}
+        self.by_peer: dict[str, list[asyncio.Task[None]]] = {}
         self.count = 0
 
-    def admit(self, peer: str, writer: asyncio.StreamWriter) -> None:
+    def admit(self, peer: str, task: asyncio.Task[None]) -> None:
         mine = self.by_peer.setdefault(peer, [])
         if len(mine) >= self._per_peer:
             self._evict(mine)
         elif self.count >= self._total:
             self._evict(max(self.by_peer.values(), key=len))
-        mine.append(writer)
+        mine.append(task)
         self.count += 1
 
-    def _evict(self, writers: list[asyncio.StreamWriter]) -> None:
-        writers.pop(0).transport.abort()  # its handler sees the connection lost, and returns
+    def _evict(self, tasks: list[asyncio.Task[None]]) -> None:
+        tasks.pop(0).cancel()
         self.count -= 1
 
-    def leave(self, peer: str, writer: asyncio.StreamWriter) -> None:
+    def leave(self, peer: str, task: asyncio.Task[None]) -> None:
         mine = self.by_peer.get(peer, [])
-        if writer in mine:
-            mine.remove(writer)
+        if task in mine:
+            mine.remove(task)
             self.count -= 1
         if not mine:
             self.by_peer.pop(peer, None)
@@ -169,10 +138,9 @@ class Listener:
 
     async def start(self, host: str, port: int) -> None:
         self._stopping = False
-        handshake = self._limits.head_timeout if self._ssl else None
-        self._server = await asyncio.start_server(
-            self._serve, host, port, ssl=self._ssl, ssl_handshake_timeout=handshake
-        )
+        # TLS is started by each connection's handler, once the caps have admitted it: a handshake that
+        # never ends (a silent TCP connection) then counts against its peer's cap like any other.
+        self._server = await asyncio.start_server(self._serve, host, port)
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -182,8 +150,8 @@ class Listener:
         if server is None:
             return
         server.close()
-        for writer in self._open.values():
-            writer.transport.abort()  # no goodbye: an idle client would not answer it
+        for task in self._open:
+            task.cancel()  # its connection is aborted: no goodbye, an idle client would not answer it
         if self._open:
             await asyncio.wait(list(self._open), timeout=self._limits.close_grace)
         await server.wait_closed()
@@ -193,31 +161,52 @@ class Listener:
         task = asyncio.current_task()
         assert task is not None
         peer = _peer(writer)
-        self._peers.admit(peer, writer)
+        self._peers.admit(peer, task)
         self._open[task] = writer
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_head)
         try:
+            if self._ssl is not None and not await self._start_tls(writer, self._ssl):
+                return
             while not self._stopping and await self._exchange(conn, reader, writer):
                 conn.start_next_cycle()
                 if not await self._next_request(conn, reader):
                     break
         except (OSError, h11.ProtocolError, ssl.SSLError):  # reset, or TimeoutError: too slow
             pass
+        except asyncio.CancelledError:  # evicted by the caps, or stop(): the connection ends here
+            pass  # (not raised on: asyncio logs a connection handler that ends cancelled as an error)
         finally:
-            await self._close(writer)
-            self._peers.leave(peer, writer)
+            self._peers.leave(peer, task)
             del self._open[task]
+            await self._close(writer)
+
+    async def _start_tls(self, writer: asyncio.StreamWriter, context: ssl.SSLContext) -> bool:
+        """The TLS handshake, within `head_timeout`; False when the client left during it."""
+        try:
+            await writer.start_tls(context, ssl_handshake_timeout=self._limits.head_timeout)
+        except AttributeError:  # CPython 3.11: the peer closed mid-handshake, and start_tls got no transport
+            return False
+        return True
 
     async def _close(self, writer: asyncio.StreamWriter) -> None:
-        # close() sends what is still buffered, then TLS's close_notify or the FIN; an abort at once would
-        # drop the buffered tail of a large answer. A peer that neither reads nor closes is cut after the
-        # grace; with nothing left to send, after 1 s (a TLS close waits for the peer's close_notify,
-        # which an idle client may never send).
+        """Close politely: send what is still buffered, then TLS's close_notify or the FIN (an abort at once
+        would drop the tail of a large answer). A peer that neither reads nor closes is cut after the grace;
+        with nothing left to send, after 1 s (a TLS close waits for the peer's close_notify, which an idle
+        client may never send). An evicted connection, or any while stopping, is aborted at once."""
+        transport: asyncio.BaseTransport | None = writer.transport
+        if transport is None:  # see _start_tls: nothing is left to close
+            return
+        task = asyncio.current_task()
+        if self._stopping or (task is not None and task.cancelling()):
+            writer.transport.abort()
+            return
         grace = self._limits.close_grace if writer.transport.get_write_buffer_size() else 1.0
         writer.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.wait_closed(), grace)
-        writer.transport.abort()
+        try:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), grace)
+        finally:
+            writer.transport.abort()
 
     async def _next_request(self, conn: h11.Connection, reader: asyncio.StreamReader) -> bool:
         """Wait up to `idle_timeout` for the next request's first bytes; False when none came."""
@@ -225,7 +214,7 @@ class Listener:
             return True  # already received (pipelined), or the end of the stream (h11 says so next)
         try:
             async with asyncio.timeout(self._limits.idle_timeout):
-                data = await reader.read(_READ)
+                data = await reader.read(READ)
         except TimeoutError:
             return False
         conn.receive_data(data)
@@ -238,46 +227,46 @@ class Listener:
         async with asyncio.timeout(self._limits.request_timeout):
             try:
                 request = await self._read(conn, reader)
-            except _Refused as refused:
-                await _send(conn, writer, self._refusal(refused.status), head_only=False)
+            except Refused as refused:
+                await send(conn, writer, self._refusal(refused.status), head_only=False)
                 return False
             if request is None:  # the client closed the connection
                 return False
             reply = await self._answer(conn, reader, request)
             if reply is None:  # the client went away while its request was being answered
                 return False
-            await _send(conn, writer, reply, head_only=request.method == b"HEAD")
+            await send(conn, writer, reply, head_only=request.method == b"HEAD")
             return not reply.close and conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
     async def _read(self, conn: h11.Connection, reader: asyncio.StreamReader) -> Request | None:
         """The next request (its head within `head_timeout`), or None when the client closed first."""
         try:
             async with asyncio.timeout(self._limits.head_timeout):
-                head = await _read_head(conn, reader)
+                head = await read_head(conn, reader)
         except TimeoutError as err:
-            raise _Refused(HTTPStatus.REQUEST_TIMEOUT) from err
+            raise Refused(HTTPStatus.REQUEST_TIMEOUT) from err
         if head is None:
             return None
         self._check(head)
-        body = await _read_body(conn, reader, self._limits.max_body)
+        body = await read_body(conn, reader, self._limits.max_body)
         return Request(head.method, head.target, tuple(head.headers), body)
 
     def _check(self, head: h11.Request) -> None:
         """_Refused for what h11 lets through and we refuse: HTTP/2+, big heads, many fields, big bodies."""
         if head.http_version not in (b"1.0", b"1.1"):
-            raise _Refused(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED)
+            raise Refused(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED)
         size = len(head.target) + sum(len(k) + len(v) + 4 for k, v in head.headers)
         if len(head.headers) > self._limits.max_headers or size > self._limits.max_head:
-            raise _Refused(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
+            raise Refused(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
         if any(k == b"content-length" and int(v) > self._limits.max_body for k, v in head.headers):
-            raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+            raise Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
 
     async def _answer(
         self, conn: h11.Connection, reader: asyncio.StreamReader, request: Request
     ) -> Reply | None:
         """The handler's reply, or None when the client went away first (the handler is then cancelled)."""
         work = asyncio.ensure_future(self._handle(request))
-        gone = asyncio.ensure_future(_until_gone(conn, reader, self._limits.max_head))
+        gone = asyncio.ensure_future(until_gone(conn, reader, self._limits.max_head))
         try:
             await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -294,71 +283,3 @@ class Listener:
         except Exception:  # a failing collector or check: a 500, the traceback in the log
             log.exception("%s %s failed", request.method.decode(), request.target.decode("latin-1"))
             return Reply(HTTPStatus.INTERNAL_SERVER_ERROR, b"500: Internal Server Error")
-
-
-async def _read_head(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Request | None:
-    while True:
-        event = _next_event(conn)
-        if event is h11.NEED_DATA:
-            conn.receive_data(await reader.read(_READ))  # b"": the end of the stream
-        elif isinstance(event, h11.Request):
-            return event
-        elif isinstance(event, h11.ConnectionClosed):
-            return None
-
-
-async def _read_body(conn: h11.Connection, reader: asyncio.StreamReader, limit: int) -> bytes:
-    body = bytearray()
-    while True:
-        event = _next_event(conn)
-        if event is h11.NEED_DATA:
-            conn.receive_data(await reader.read(_READ))
-        elif isinstance(event, h11.Data):
-            body += event.data
-            if len(body) > limit:  # a chunked body: no Content-Length said so before
-                raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
-        elif isinstance(event, h11.EndOfMessage):
-            return bytes(body)
-        elif isinstance(event, h11.ConnectionClosed):
-            raise _Refused(HTTPStatus.BAD_REQUEST)
-
-
-def _next_event(conn: h11.Connection) -> object:
-    try:
-        return conn.next_event()
-    except h11.RemoteProtocolError as err:
-        raise _Refused(HTTPStatus(err.error_status_hint)) from err
-
-
-async def _until_gone(conn: h11.Connection, reader: asyncio.StreamReader, limit: int) -> None:
-    """Returns when the client closes or resets the connection. What it sends meanwhile (a pipelined request)
-    is kept for h11, up to `limit` bytes; past that, nothing more is read until the answer is sent."""
-    try:
-        while len(conn.trailing_data[0]) <= limit:
-            data = await reader.read(_READ)
-            if not data:
-                return
-            conn.receive_data(data)
-    except OSError:
-        return
-    await asyncio.Event().wait()
-
-
-async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, reply: Reply, *, head_only: bool) -> None:
-    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-        return  # nothing can be said on this connection any more
-    headers = [
-        ("Date", email.utils.formatdate(usegmt=True)),
-        ("Content-Type", reply.content_type),
-        ("Content-Length", str(len(reply.body))),
-        *reply.headers,
-        ("Connection", "close" if reply.close else "keep-alive"),  # h11 says close when it must
-    ]
-    data = conn.send(
-        h11.Response(status_code=reply.status.value, headers=headers, reason=reply.status.phrase)
-    )
-    if not head_only:
-        data += conn.send(h11.Data(data=reply.body))
-    data += conn.send(h11.EndOfMessage())
-    writer.write(data)
-    await writer.drain()

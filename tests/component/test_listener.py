@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
@@ -13,6 +14,7 @@ from http import HTTPStatus
 from test_httpserver import closed_by_server, exchange, get
 
 from kubetrain.common.listener import Limits, Listener, Reply, Request
+from kubetrain.common.servingcert import serving_context
 
 
 class Work:
@@ -37,8 +39,10 @@ class Work:
 
 
 @asynccontextmanager
-async def listening(work: Work, **limits: float) -> AsyncIterator[Listener]:
-    listener = Listener(work, Limits(**limits))  # type: ignore[arg-type]
+async def listening(
+    work: Work, tls: ssl.SSLContext | None = None, **limits: float
+) -> AsyncIterator[Listener]:
+    listener = Listener(work, Limits(**limits), ssl_context=tls)  # type: ignore[arg-type]
     await listener.start("127.0.0.1", 0)
     try:
         yield listener
@@ -119,3 +123,18 @@ async def test_a_slow_head_is_cut_at_the_head_timeout_with_408() -> None:
                     answer = await asyncio.wait_for(reader.read(100), 0.1)
             assert answer.startswith(b"HTTP/1.1 408 ")
             assert asyncio.get_running_loop().time() - started < 2.0
+
+
+async def test_a_tls_handshake_never_begun_counts_against_its_peers_cap() -> None:
+    """Silent TCP connections to a TLS listener: each holds a slot from its first byte, so one peer's loop
+    of them closes its own oldest, not ten seconds later when its handshake times out."""
+    async with listening(Work(), await serving_context(None), per_peer=2, head_timeout=10) as listener:
+        silent = [await asyncio.open_connection("127.0.0.1", listener.port) for _ in range(3)]
+        try:
+            assert await closed_by_server(silent[0][0], within=2.0), "the oldest handshake was closed"
+            await until(lambda: listener.connections == 2)
+            silent[1][1].transport.abort()  # a client that leaves mid-handshake
+            await until(lambda: listener.connections == 1)
+        finally:
+            for _, writer in silent:
+                writer.close()
