@@ -58,10 +58,15 @@ class Limits:
     """The bounds of one listener (see the module docstring); the defaults are the probe listener's."""
 
     max_connections: int = 64
+    """Connections open at once, in all."""
     per_peer: int = 8
+    """Connections open at once from one address."""
     head_timeout: float = 10.0
+    """Seconds for a TLS handshake, and for a request's head (from the connection, or from its first byte)."""
     request_timeout: float = 30.0
+    """Seconds for a whole exchange: the request read, answered, and the answer drained."""
     idle_timeout: float = 30.0
+    """Seconds a kept-alive connection waits for the next request."""
     max_head: int = 16 * 1024
     max_headers: int = 64
     max_body: int = 64 * 1024

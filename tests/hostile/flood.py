@@ -25,9 +25,11 @@ import secrets
 import ssl
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 Counts = collections.Counter[str]
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 _TLS = ssl.create_default_context()
 _TLS.check_hostname, _TLS.verify_mode = False, ssl.CERT_NONE
@@ -43,13 +45,27 @@ class Flood:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    async def connect(self, port: int, *, tls: bool) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def connect(self, port: int, *, tls: bool) -> Connection:
         return await asyncio.wait_for(
             asyncio.open_connection(
                 "127.0.0.1", port, ssl=_TLS if tls else None, local_addr=(next(self.peers), 0)
             ),
             5,
         )
+
+    @contextlib.asynccontextmanager
+    async def held(self, port: int, *, tls: bool) -> AsyncIterator[Connection | None]:
+        """A connection, aborted when done; None when it cannot be opened."""
+        try:
+            reader, writer = await self.connect(port, tls=tls)
+        except (OSError, TimeoutError):
+            self.seen["connect-failed"][str(port)] += 1
+            yield None
+            return
+        try:
+            yield reader, writer
+        finally:
+            writer.transport.abort()
 
     async def ask(self, attack: str, port: int, request: bytes, *, tls: bool, abandon: bool = False) -> None:
         """One request on a new connection; its answer's status counted (or abandoned at once)."""
@@ -141,22 +157,20 @@ class Flood:
         """Connections that dribble a header byte every half second; each one must be cut off."""
 
         async def one() -> None:
-            try:
-                reader, writer = await self.connect(port, tls=tls)
-            except (OSError, TimeoutError):
-                return
-            try:
-                writer.write(b"GET /healthz HTTP/1.1\r\nX: ")
-                while self.left() > 0 and not reader.at_eof():
-                    writer.write(b"a")
-                    await writer.drain()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(reader.read(1024), 0.5)
-                self.seen["slowloris"]["cut" if reader.at_eof() else "held-to-the-end"] += 1
-            except (OSError, ssl.SSLError):
-                self.seen["slowloris"]["cut"] += 1
-            finally:
-                writer.transport.abort()
+            async with self.held(port, tls=tls) as connection:
+                if connection is None:
+                    return
+                reader, writer = connection
+                try:
+                    writer.write(b"GET /healthz HTTP/1.1\r\nX: ")
+                    while self.left() > 0 and not reader.at_eof():
+                        writer.write(b"a")
+                        await writer.drain()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(reader.read(1024), 0.5)
+                    self.seen["slowloris"]["cut" if reader.at_eof() else "held-to-the-end"] += 1
+                except (OSError, ssl.SSLError):
+                    self.seen["slowloris"]["cut"] += 1
 
         await asyncio.gather(*(one() for _ in range(int(self.config["slowloris"]))))
 
@@ -166,17 +180,14 @@ class Flood:
         request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
 
         async def one() -> None:
-            try:
-                _, writer = await self.connect(port, tls=False)
-            except (OSError, TimeoutError):
-                return
-            try:
+            async with self.held(port, tls=False) as connection:
+                if connection is None:
+                    return
+                writer = connection[1]
                 writer.write(request)
                 while self.left() > 0 and not writer.transport.is_closing():
                     await asyncio.sleep(0.5)
                 self.seen["slow-reader"]["held"] += 1
-            finally:
-                writer.transport.abort()
 
         await asyncio.gather(*(one() for _ in range(8)))
 
