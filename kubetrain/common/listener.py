@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -49,6 +51,10 @@ from kubetrain.common.http11 import (
 )
 
 __all__ = ["TEXT", "Handler", "Limits", "Listener", "Reply", "Request", "text_refusal"]
+
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+_BACKLOG = 1024
+"""Connections the kernel holds before they are accepted (accepting is quick: admission and a task)."""
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +119,16 @@ class _Peers:
             self.by_peer.pop(peer, None)
 
 
-def _peer(writer: asyncio.StreamWriter) -> str:
-    address = writer.get_extra_info("peername")
-    return str(address[0]) if isinstance(address, tuple) else str(address)
+def _listening(host: str, port: int) -> socket.socket:
+    """A listening socket on `host` (every address when empty: IPv6 and IPv4 where it can) and `port`."""
+    if not host:
+        if socket.has_dualstack_ipv6():
+            return socket.create_server(
+                ("::", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=_BACKLOG
+            )
+        host = "0.0.0.0"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=_BACKLOG)
 
 
 class Listener:
@@ -131,47 +144,74 @@ class Listener:
     ) -> None:
         self._handler, self._limits, self._ssl, self._refusal = handler, limits, ssl_context, refusal
         self._peers = _Peers(limits.per_peer, limits.max_connections)
-        self._open: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
-        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.Task[None]] = set()
+        self._socket: socket.socket | None = None
+        self._acceptor: asyncio.Future[None] | None = None
         self._stopping = False
         self.port: int | None = None
 
     @property
     def connections(self) -> int:
-        """Connections open now (idle kept ones included)."""
+        """Connections open now (idle kept ones, and TLS handshakes under way, included)."""
         return len(self._open)
 
     async def start(self, host: str, port: int) -> None:
         self._stopping = False
-        # TLS is started by each connection's handler, once the caps have admitted it: a handshake that
-        # never ends (a silent TCP connection) then counts against its peer's cap like any other.
-        self._server = await asyncio.start_server(self._serve, host, port)
-        self.port = int(self._server.sockets[0].getsockname()[1])
+        listening = _listening(host, port)
+        listening.setblocking(False)
+        self.port = int(listening.getsockname()[1])
+        self._socket = listening
+        self._acceptor = asyncio.ensure_future(self._accept(listening))
 
     async def stop(self) -> None:
         """Close the listening socket and every open connection; return once their handlers are done."""
         self._stopping = True
-        server, self._server = self._server, None
-        if server is None:
+        acceptor, self._acceptor = self._acceptor, None
+        if acceptor is None:
             return
-        server.close()
+        acceptor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await acceptor
+        if self._socket is not None:
+            self._socket.close()
         for task in self._open:
             task.cancel()  # its connection is aborted: no goodbye, an idle client would not answer it
         if self._open:
             await asyncio.wait(list(self._open), timeout=self._limits.close_grace)
-        await server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, listening: socket.socket) -> None:
+        """Accept connections for ever. Each is admitted by the caps before a byte of it is read (its TLS
+        handshake included), so that a handshake never begun counts against its peer's cap too."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                connection, address = await loop.sock_accept(listening)
+            except OSError as err:  # e.g. out of file descriptors: try again in a moment
+                log.warning("cannot accept a connection on port %s: %s", self.port, err)
+                await asyncio.sleep(0.1)
+                continue
+            peer = str(address[0]) if isinstance(address, tuple) else str(address)
+            task = asyncio.ensure_future(self._serve(connection))
+            self._open.add(task)
+            self._peers.admit(peer, task)
+            task.add_done_callback(functools.partial(self._left, peer, connection))
+
+    def _left(self, peer: str, connection: socket.socket, task: asyncio.Task[None]) -> None:
+        self._peers.leave(peer, task)
+        self._open.discard(task)
+        connection.close()  # closed already, unless the handler was cancelled before it began
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a connection's handler failed", exc_info=task.exception())
+
+    async def _serve(self, connection: socket.socket) -> None:
         """One connection: requests answered in turn until a side closes it, a limit ends it, or a refusal."""
-        task = asyncio.current_task()
-        assert task is not None
-        peer = _peer(writer)
-        self._peers.admit(peer, task)
-        self._open[task] = writer
+        writer: asyncio.StreamWriter | None = None
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_head)
         try:
-            if self._ssl is not None and not await self._start_tls(writer, self._ssl):
+            streams = await self._streams(connection)
+            if streams is None:
                 return
+            reader, writer = streams
             while not self._stopping and await self._exchange(conn, reader, writer):
                 conn.start_next_cycle()
                 if not await self._next_request(conn, reader):
@@ -179,28 +219,31 @@ class Listener:
         except (OSError, h11.ProtocolError, ssl.SSLError):  # reset, or TimeoutError: too slow
             pass
         except asyncio.CancelledError:  # evicted by the caps, or stop(): the connection ends here
-            pass  # (not raised on: asyncio logs a connection handler that ends cancelled as an error)
+            pass
         finally:
-            self._peers.leave(peer, task)
-            del self._open[task]
-            await self._close(writer)
+            if writer is not None:
+                await self._close(writer)
 
-    async def _start_tls(self, writer: asyncio.StreamWriter, context: ssl.SSLContext) -> bool:
-        """The TLS handshake, within `head_timeout`; False when the client left during it."""
+    async def _streams(self, connection: socket.socket) -> Connection | None:
+        """The connection's reader and writer, over TLS on a TLS listener (the handshake within
+        `head_timeout`); None when the handshake failed or the client left during it."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        protocol = asyncio.StreamReaderProtocol(reader)
+        handshake = self._limits.head_timeout if self._ssl else None
         try:
-            await writer.start_tls(context, ssl_handshake_timeout=self._limits.head_timeout)
-        except AttributeError:  # CPython 3.11: the peer closed mid-handshake, and start_tls got no transport
-            return False
-        return True
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol, connection, ssl=self._ssl, ssl_handshake_timeout=handshake
+            )
+        except (OSError, ssl.SSLError, TimeoutError):
+            return None
+        return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
     async def _close(self, writer: asyncio.StreamWriter) -> None:
         """Close politely: send what is still buffered, then TLS's close_notify or the FIN (an abort at once
         would drop the tail of a large answer). A peer that neither reads nor closes is cut after the grace;
         with nothing left to send, after 1 s (a TLS close waits for the peer's close_notify, which an idle
         client may never send). An evicted connection, or any while stopping, is aborted at once."""
-        transport: asyncio.BaseTransport | None = writer.transport
-        if transport is None:  # see _start_tls: nothing is left to close
-            return
         task = asyncio.current_task()
         if self._stopping or (task is not None and task.cancelling()):
             writer.transport.abort()

@@ -108,7 +108,8 @@ async def progress_target(plane: ControlPlane, api: KubeApiClient, namespace: st
     sources = [
         s for v in pod["spec"].get("volumes") or () for s in (v.get("projected") or {}).get("sources", ())
     ]
-    (audience,) = [s["serviceAccountToken"]["audience"] for s in sources if "serviceAccountToken" in s]
+    tokens = [s["serviceAccountToken"] for s in sources if "serviceAccountToken" in s]
+    (audience,) = [t["audience"] for t in tokens if t.get("audience")]  # the API server's own has none
     token = plane.kubectl(
         "create", "token", "default", "--bound-object-kind=Pod", "--bound-object-name=target-master-0",
         f"--audience={audience}", "--duration=10m", namespace=namespace,
@@ -175,7 +176,7 @@ async def test_a_flood_of_every_listener_neither_stalls_reconciles_nor_grows_mem
     for attack in ("junk-metrics", "junk-progress"):
         assert seen[attack]["abandoned"] > 500, report
         assert seen[attack].get("401", 0) + seen[attack].get("503", 0) > 50, report
-        assert refused[attack] <= {"abandoned", "401", "503"}, report
+        assert refused[attack] <= {"abandoned", "401", "503", "closed"}, report  # closed: evicted by the caps
     assert refused["nested-body"] == {"400"} and refused["oversized-body"] <= {"413", "closed"}, report
     assert seen["valid-report"] == {"202": 1}, report
     assert refused["header-flood"] == {"431"}, report
