@@ -14,7 +14,9 @@ request:
   within `head_timeout` seconds; a body within `max_body` bytes (413, known from Content-Length before any
   of it is read); the whole exchange, the answer's drain included, within `request_timeout` (a client that
   reads its answer too slowly is cut off there); a kept-alive connection waits `idle_timeout` for the next
-  request; a TLS handshake gets `head_timeout`, and counts against the caps from its first byte;
+  request; a TLS handshake gets `head_timeout`, and counts against the caps from the moment it is accepted
+  (the listener accepts connections itself, then starts their TLS: a server that ran the handshake before
+  its handler would leave handshakes never finished outside the caps);
 - a refusal (a malformed or oversized request, and any answer the handler marks `close`: 401, 403, 429,
   503) closes the connection, so that a stranger never holds a slot for a keep-alive period;
 - the handler's work is cancelled when its client goes away (EOF or reset, or its connection evicted by
