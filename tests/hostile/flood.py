@@ -9,7 +9,7 @@ addresses (127.0.0.2 and up, `peers` of them), as many pods would:
   connection reset) as soon as they are sent: every one is a token the operator has never seen;
 - a valid token's report, then reports of 5,000 nested `[` (about 5 KB) and oversized bodies;
 - heads with too many header fields, and heads past 16 KiB;
-- slowloris: connections that send a header byte now and then and never finish;
+- slowloris: connections that send a byte of their head, or of their body, now and then and never finish;
 - slow readers: pipelined requests whose answers are never read;
 - connections opened in a loop and left silent (the caps must close the oldest).
 """
@@ -153,8 +153,15 @@ class Flood:
         counter = itertools.count()
         await self.repeat("header-flood", self.config["header_floods"], 4, lambda: one(next(counter)))
 
-    async def slowloris(self, port: int, *, tls: bool) -> None:
-        """Connections that dribble a header byte every half second; each one must be cut off."""
+    async def slowloris(self, port: int, *, tls: bool, body: bool = False) -> None:
+        """Connections that dribble a byte of their head (or, `body`, of a declared 10 KB body) every half
+        second; each one must be cut off."""
+        start = b"GET /healthz HTTP/1.1\r\nX: "
+        if body:
+            start = (
+                f"POST {self.config['progress_path']} HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n"
+            )
+            start = start.encode()
 
         async def one() -> None:
             async with self.held(port, tls=tls) as connection:
@@ -162,7 +169,7 @@ class Flood:
                     return
                 reader, writer = connection
                 try:
-                    writer.write(b"GET /healthz HTTP/1.1\r\nX: ")
+                    writer.write(start)
                     while self.left() > 0 and not reader.at_eof():
                         writer.write(b"a")
                         await writer.drain()
@@ -213,6 +220,7 @@ class Flood:
             self.header_floods(),
             self.slowloris(self.config["health_port"], tls=False),
             self.slowloris(self.config["progress_port"], tls=True),
+            self.slowloris(self.config["progress_port"], tls=True, body=True),
             self.slow_readers(),
             self.silent_connections(),
         )
