@@ -76,8 +76,11 @@ class Limits:
     idle_timeout: float = 30.0
     """Seconds a kept-alive connection waits for the next request."""
     max_head: int = 16 * 1024
+    """Bytes of a request head (request line and header fields)."""
     max_headers: int = 64
+    """Header fields of a request."""
     max_body: int = 64 * 1024
+    """Bytes of a request body."""
     close_grace: float = 5.0
     """Seconds a closing connection may take to send what it still buffers."""
 
