@@ -264,9 +264,10 @@ class Coalescer:
             del self._written_at[key]
 
     async def _write(self, key: JobKey, status: TrainerStatus) -> None:
-        patch = {"status": {"trainerStatus": status.to_wire()}}
         try:
+            patch = {"status": {"trainerStatus": status.to_wire()}}
             await self._api.patch(key.resource, key.namespace, key.name, patch, subresource="status")
+            self._gauges.show(key, status)
         except ApiError as error:
             self._writes.labels("error").inc()
             log.info("progress of %s %s/%s not written: %s", key.info.kind, key.namespace, key.name, error)
@@ -276,7 +277,6 @@ class Coalescer:
             log.exception("progress of %s %s/%s not written", key.info.kind, key.namespace, key.name)
             return
         self._writes.labels("written").inc()
-        self._gauges.show(key, status)
 
     async def run(self) -> None:
         """Write reports as they come due, until cancelled. Waiting reports are written after their
