@@ -5,8 +5,8 @@
     --workers N                               jobs of one kind reconciled at once
     --leader-elect[=true|false]  --leader-election-namespace NS  --leader-election-id NAME
     --leader-election-lease-duration/-renew-deadline/-retry-period SECONDS
-    --health-probe-bind-address [HOST]:PORT   /healthz /readyz /metrics (default :8081; 0: off)
-    --metrics-bind-address [HOST]:PORT        a second listener for Prometheus (0: off)
+    --health-probe-bind-address [HOST]:PORT   /healthz /readyz, never /metrics (default :8081; 0: off)
+    --metrics-bind-address [HOST]:PORT        /metrics, for Prometheus (0: not served)
     --metrics-secure=true|false  --metrics-cert-path DIR   HTTPS with each scrape checked (default true)
     --log-format json|text  --log-level LEVEL
 
@@ -203,14 +203,14 @@ def add_operator_flags(
         "--health-probe-bind-address",
         default=defaults.health_address,
         metavar="[HOST]:PORT",
-        help="serves /healthz, /readyz and /metrics; 0 disables (default: %(default)s)",
+        help="serves /healthz and /readyz (never /metrics); 0 disables (default: %(default)s)",
     )
     add(
         Section.ENDPOINTS,
         "--metrics-bind-address",
         default=defaults.metrics_address,
         metavar="[HOST]:PORT",
-        help="a second listener for /metrics, the port Prometheus scrapes; 0 disables (default: %(default)s)",
+        help="the listener of /metrics, the port Prometheus scrapes; 0: not served (default: %(default)s)",
     )
     add(
         Section.ENDPOINTS,

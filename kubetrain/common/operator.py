@@ -10,9 +10,12 @@ Lease, `/healthz` `/readyz` `/metrics`), and stops cleanly on SIGTERM or SIGINT:
 flags (`kubetrain.common.flags`). Subclasses adjust one step: `prepare` (checks before the manager starts)
 or `add_controller` (how a controller is built on the manager).
 
-Three API clients, each with its own rate limit: one for the controllers and informers, one for Events (as
+API clients, each with its own rate limit: one for the controllers and informers, one for Events (as
 client-go's broadcaster has: Events never delay pod writes, nor wait behind them), one for leader election
-(Lease renewals never queue behind reconcile traffic).
+(Lease renewals never queue behind reconcile traffic), one for the progress endpoint's writes, and one for
+the reviews of callers' tokens (TokenReview, SubjectAccessReview) of /metrics and the progress endpoint:
+anyone who can reach those ports can send tokens, and their reviews must never take the controllers'
+budget (`kubetrain.common.kube.authn`: bounded in concurrency and backlog, cancelled with the request).
 """
 
 from __future__ import annotations
@@ -56,9 +59,10 @@ _PROGRESS_WRITES = 0.75 * _PROGRESS_QPS
 """The status writes' share of that budget (the rest: the CA ConfigMaps): with more than 150 reporting
 jobs per 10 s interval, the interval grows (500 jobs: 33 s), so the writes never queue."""
 _REVIEW_QPS, _REVIEW_BURST = 20.0, 40
-"""The progress endpoint's TokenReviews (cached a minute per token), with a limit apart from the writes: a
-pod's report is answered once its token is reviewed, so reviews must never queue behind the writes of 500
-jobs (which at 20/s spread each job's writes out, and that only delays progress)."""
+"""The reviews of callers' tokens (cached a minute per token), with a limit apart from the controllers' and
+the progress writes': a pod's report is answered once its token is reviewed, so reviews must never queue
+behind the writes of 500 jobs, and a stranger's junk tokens on /metrics must never queue in front of a
+reconcile."""
 
 
 class ConnectError(KubetrainError):
@@ -77,12 +81,12 @@ class OperatorConfig:
     leader_election: LeaderElectionConfig | None = None
     """None: no leader election (run a single replica)."""
     health_address: Address | None = ("", 8081)
-    """`/healthz` `/readyz` `/metrics` (host "" is every address); None: no HTTP server."""
+    """`/healthz` `/readyz` (host "" is every address); None: no probe server."""
     metrics_address: Address | None = None
-    """A second listener for Prometheus; None: none."""
+    """The listener of `/metrics` for Prometheus; None: /metrics is not served (never on the probe port)."""
     metrics_secure: bool = True
     """The metrics listener serves HTTPS, each scrape checked by TokenReview and SubjectAccessReview
-    (`kubetrain.common.metricsauth`); False: plain, open HTTP, and the probe listener serves /metrics too."""
+    (`kubetrain.common.metricsauth`); False: plain, open HTTP there (an explicit opt-out)."""
     metrics_cert_path: str | None = None
     """A directory with tls.crt and tls.key for the metrics listener; None: a self-signed pair made at
     start."""
@@ -113,7 +117,8 @@ class Clients:
     progress: KubeApiClient | None = None
     """The progress endpoint's writes (never waiting behind reconciles), when it is served."""
     reviews: KubeApiClient | None = None
-    """The progress endpoint's TokenReviews (never waiting behind its writes); None: `progress`."""
+    """The reviews of callers' tokens for /metrics and the progress endpoint (never waiting behind the
+    controllers' requests or the progress writes, nor in front of them); None when neither checks tokens."""
 
 
 class Operator:
@@ -156,16 +161,16 @@ class Operator:
             leader = None
             if config.leader_election:
                 leader = await self._connect(_LEADER_QPS, _LEADER_BURST, opened)
+            secure_metrics = config.metrics_secure and config.metrics_address is not None
             progress = reviews = None
             if config.progress:
                 progress = await self._connect(_PROGRESS_QPS, _PROGRESS_BURST, opened)
+            if config.progress or secure_metrics:
                 reviews = await self._connect(_REVIEW_QPS, _REVIEW_BURST, opened)
             clients = Clients(api, leader, events, progress, reviews)
             await self.prepare(clients)
             security = await metrics_security(
-                secure=config.metrics_secure and config.metrics_address is not None,
-                cert_path=config.metrics_cert_path,
-                api=api,
+                secure=secure_metrics, cert_path=config.metrics_cert_path, api=reviews or api
             )
             manager = self.manager = self.build(clients, security)
             manager.add_runnable(lambda: _announce_ready(manager, started, stopper))

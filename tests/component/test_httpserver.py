@@ -132,7 +132,7 @@ async def test_an_endpoint_that_raises_is_a_500_and_is_logged(caplog: pytest.Log
         reply = await exchange(reader, writer, get("/readyz"))
         assert (reply.status, reply.body) == (500, b"500: Internal Server Error")
         assert (await exchange(reader, writer, get("/healthz"))).body == b"ok", "the connection goes on"
-    ours = [r for r in caplog.records if r.name == "kubetrain.common.httpserver"]
+    ours = [r for r in caplog.records if r.name == "kubetrain.common.listener"]
     logged = [str(r.exc_info[1]) for r in ours if r.exc_info]
     assert logged == ["the manager is confused"], "the traceback is logged"
 
@@ -260,7 +260,7 @@ async def test_an_idle_kept_alive_connection_is_closed_after_the_timeout() -> No
 
 def handlers() -> list[asyncio.Task[object]]:
     """The server's connection handlers still running."""
-    serving = "HealthServer._serve"
+    serving = "Listener._serve"
     return [t for t in asyncio.all_tasks() if getattr(t.get_coro(), "__qualname__", "") == serving]
 
 

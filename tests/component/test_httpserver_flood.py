@@ -14,7 +14,7 @@ from http import HTTPStatus
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from test_httpserver import Connection, exchange, get, serving
+from test_httpserver import Connection, closed_by_server, exchange, get, serving
 
 from kubetrain.common.httpserver import HealthServer
 
@@ -79,9 +79,17 @@ async def test_metrics_are_served_only_past_the_guard() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         with contextlib.closing(writer):
             refused = await exchange(reader, writer, get("/metrics", "GET", "Authorization: Bearer bad"))
+            assert await closed_by_server(reader), "a refusal closes its connection"
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        with contextlib.closing(writer):
             served = await exchange(reader, writer, get("/metrics", "GET", "Authorization: Bearer good"))
             probe = await exchange(reader, writer, get("/healthz"))
-    assert (refused.status, served.status, probe.status) == (403, 200, 200)
+    assert (refused.status, refused.headers["connection"], served.status, probe.status) == (
+        403,
+        "close",
+        200,
+        200,
+    )
     assert b"kubetrain_test_pings_total" in served.body and b"kubetrain" not in refused.body
     assert seen == [("Bearer bad", "/metrics"), ("Bearer good", "/metrics")], "probes are not guarded"
 

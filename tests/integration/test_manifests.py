@@ -217,3 +217,22 @@ def test_the_volcano_overlay_adds_only_podgroups(control_plane: ControlPlane, ba
         assert not can(control_plane, OPERATOR, "create podgroups.scheduling.x-k8s.io in team-x")
     finally:
         remove(control_plane, extra)
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/namespaced", "overlays/volcano"])
+def test_the_network_policy_is_valid_and_stored_as_shipped(
+    control_plane: ControlPlane, base: list[Obj], overlay: str
+) -> None:
+    """The API server validates the shipped NetworkPolicy (named ports, selectors) and keeps it as written:
+    a server-side dry run of each install's policy, and the base's policy read back."""
+    (policy,) = [o for o in render(control_plane, MANIFESTS / overlay) if o["kind"] == "NetworkPolicy"]
+    policy["metadata"]["namespace"] = SYSTEM  # the overlays' own namespaces do not exist here
+    text = json.dumps(policy)
+    control_plane.kubectl(
+        "apply", "--dry-run=server", "--server-side", "--field-manager=kubetrain-test", "-f", "-", input=text
+    )
+    stored = json.loads(
+        control_plane.kubectl("get", "networkpolicy", "kubetrain-operator", "-n", SYSTEM, "-o", "json").stdout
+    )
+    (shipped,) = [o for o in base if o["kind"] == "NetworkPolicy"]
+    assert stored["spec"] == shipped["spec"]

@@ -10,18 +10,20 @@ before anything is written:
    belongs to the job in the URL: its job-name label and its controlling owner are the job (403). A pod of
    another job or namespace, a token of no pod and a forged or expired token are all refused;
 4. the job exists and has not finished (404, 409: reports for a finished job are refused);
-5. the body is a `trainerStatus` within the bounds of `kubetrain.api.TrainerStatus` (400), when the job's
-   next write is due (a report that comes earlier is kept as received, below).
+5. the body is JSON nested at most `MAX_DEPTH` levels and a `trainerStatus` within the bounds of
+   `kubetrain.api.TrainerStatus` (400, the message naming what is wrong). Every body is parsed and checked
+   here, on receipt: nothing unchecked is kept for later.
 
 Accepted reports go to the `Coalescer` (202), which writes at most one status per job per interval; the
 answer's `Retry-After` says when the job's next write is due, and the pods' helper sends nothing before.
 
 A report is cheap once its token has been reviewed: a token the authenticator reviewed recently is taken
-from its cache (`peek`, no TokenReview, no wait), the pod and job checks read informer caches, and a report
-that arrives before its job's next write is due is kept unparsed (`Received`: parsed when written, and
-dropped then if invalid; counted as `early`). So a pod that reports faster than asked, or a flood with a
-valid token, costs a TLS record, an HTTP parse and a few lookups per request: no TokenReview, no JSON, and
-no status write beyond the one per interval. Each answer is counted in
+from its cache (`peek`, no TokenReview, no wait), the pod and job checks read informer caches, and the body
+(at most 16 KiB) is parsed in tens of microseconds. A report that arrives before its job's next write is
+due replaces the one waiting (counted as `early`). So a pod that reports faster than asked, or a flood with
+a valid token, costs a TLS record, an HTTP parse, a JSON parse and a few lookups per request: no
+TokenReview and no status write beyond the one per interval. When the authenticator's reviews are
+saturated (`ReviewsBusy`), the answer is 503 with a `Retry-After` at once. Each answer is counted in
 `kubetrain_progress_requests_total{result}`.
 """
 
@@ -41,9 +43,9 @@ from kubetrain.api import KINDS, JobConditionType, JobStatus, KindInfo
 from kubetrain.common.job.labels import JOB_NAME_LABEL
 from kubetrain.common.job.status import is_finished
 from kubetrain.common.kube import objects
-from kubetrain.common.kube.authn import Identity, bearer_token
+from kubetrain.common.kube.authn import Identity, ReviewsBusy, bearer_token
 from kubetrain.common.kube.resources import Obj
-from kubetrain.common.progress.coalesce import Coalescer, JobKey, Received, parse_report
+from kubetrain.common.progress.coalesce import Coalescer, JobKey, Received, read_report
 from kubetrain.podcontract.progress import MAX_BODY_BYTES
 
 __all__ = ["Answer", "Authenticator", "StatusReports"]
@@ -117,7 +119,11 @@ class StatusReports:
         token = bearer_token(authorization)
         identity = None
         if token:
-            identity = self._authn.peek(token) or await self._authn.authenticate(token)
+            try:
+                identity = self._authn.peek(token) or await self._authn.authenticate(token)
+            except ReviewsBusy as busy:
+                message = "too many tokens under review; retry later"
+                return Answer(HTTPStatus.SERVICE_UNAVAILABLE, message, "busy", busy.retry_after)
         if identity is None:
             return Answer(
                 HTTPStatus.UNAUTHORIZED, "a valid token with the operator's audience", "unauthenticated"
@@ -130,18 +136,13 @@ class StatusReports:
         assert job is not None  # _pod_of is False without a job
         if _finished(job):
             return Answer(HTTPStatus.CONFLICT, f"{info.kind} {namespace}/{name} has finished", "finished")
+        status = read_report(Received(body, datetime.now(UTC).replace(microsecond=0)))
+        if isinstance(status, str):
+            return Answer(HTTPStatus.BAD_REQUEST, status, "invalid")
         key = JobKey(info, namespace, name)
-        received = Received(body, datetime.now(UTC).replace(microsecond=0))
-        if self._coalescer.waiting(key):  # kept as received: parsed only if no newer report replaces it
-            self._coalescer.offer(key, received)
-            return self._accepted(key, "early")
-        status = parse_report(received)
-        if status is None:
-            return Answer(
-                HTTPStatus.BAD_REQUEST, 'the body must be {"trainerStatus": {...}} in bounds', "invalid"
-            )
+        early = self._coalescer.waiting(key)  # it will wait, or be replaced by a newer one
         self._coalescer.offer(key, status)
-        return self._accepted(key, "accepted")
+        return self._accepted(key, "early" if early else "accepted")
 
     def _accepted(self, key: JobKey, result: str) -> Answer:
         wait = self._coalescer.retry_after(key)

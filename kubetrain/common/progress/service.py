@@ -56,6 +56,8 @@ class ProgressConfig:
     """Connections served at once (each reporting pod keeps one open)."""
     idle_timeout: float = 120.0
     """Seconds a kept connection may wait for its next report."""
+    per_peer: int = 32
+    """Connections from one address at once (a pod reports on one; see docs/progress.md, "Limits")."""
 
 
 class ProgressService:
@@ -98,6 +100,7 @@ class ProgressService:
             ssl_context=self._context,
             idle_timeout=config.idle_timeout,
             max_connections=config.max_connections,
+            per_peer=config.per_peer,
         )
         self._namespaces: asyncio.Queue[str] = asyncio.Queue()
         for info, informer in jobs.items():
