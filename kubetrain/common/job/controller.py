@@ -315,10 +315,10 @@ class JobController(Generic[JobT]):
             if gate is not None:
                 await finished(self, sync, gate)
             return await sync.finish()
-        if sync.job.run_policy.suspend:
-            return await sync.suspend()
         if gate is not None and not gate.admitted:
             return await hold(self, sync, gate)
+        if gate is None and sync.job.run_policy.suspend:  # under kubetrain's Kueue integration, Kueue's
+            return await sync.suspend()  # Workload is the switch, as `suspend` is under Kueue's own
         if not self.expectations.satisfied(request):
             return Result(requeue_after=DEFAULT_EXPECTATIONS_TTL)  # our own writes will enqueue us sooner
         result = await sync.run()

@@ -14,6 +14,12 @@ manages (`--kueue-integration`); any other job never gets here, and reconciles e
   restart is counted and backoffLimit is not charged.
 - `after_run()` and `finished()` tell the Workload `PodsReady`, `reclaimablePods` and `Finished`.
 
+`runPolicy.suspend` is not the switch of such a job, its Workload is: under Kueue's own integrations
+`suspend` is Kueue's (its webhook sets it, its controller clears it on admission, and a user who sets it on
+an admitted job sees Kueue clear it again), so a job written for them (`suspend: true` with a queue label)
+is queued and runs on admission here too, its spec never rewritten. A queued job is stopped the Kueue way:
+`spec.active: false` on its Workload (an eviction with reason Deactivated).
+
 A Workload of the job that kubetrain did not make means Kueue's own integration manages this kind on
 this cluster (the job's Workload name is the same on both sides, so creating ours fails): the job is then
 left to Kueue's integration, remembered per job, and no second Workload is ever made.

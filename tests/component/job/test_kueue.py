@@ -216,3 +216,15 @@ async def test_an_admission_that_contradicts_the_template_fails_the_job(kueue: C
     assert await kueue.pods() == {}
     done = wl_condition(await the_workload(kueue), "Finished")
     assert done is not None and done["reason"] == "Failed"
+
+
+async def test_a_job_written_for_kueues_own_integration_runs_on_admission(kueue: Cluster) -> None:
+    """`suspend: true` with a queue label (as Kueue's kubeflow docs say to write it): the Workload is the
+    switch, so it is queued and runs once admitted, its spec not rewritten."""
+    body = queued(toy_job(workers=1))
+    body["spec"]["runPolicy"] = {"suspend": True}
+    await kueue.submit(body)
+    assert await kueue.is_true("Queued") and await kueue.pods() == {}
+    await admit(kueue)
+    assert sorted(await kueue.pods()) == ["toy-leader-0", "toy-worker-0"]
+    assert (await kueue.job())["spec"]["runPolicy"]["suspend"] is True
