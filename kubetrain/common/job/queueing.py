@@ -20,9 +20,10 @@ an admitted job sees Kueue clear it again), so a job written for them (`suspend:
 is queued and runs on admission here too, its spec never rewritten. A queued job is stopped the Kueue way:
 `spec.active: false` on its Workload (an eviction with reason Deactivated).
 
-A Workload of the job that kubetrain did not make means Kueue's own integration manages this kind on
-this cluster (the job's Workload name is the same on both sides, so creating ours fails): the job is then
-left to Kueue's integration, remembered per job, and no second Workload is ever made.
+A Workload of the job that kubetrain did not make (the job's Workload name is the same on both sides, so
+creating ours fails) is taken over when Kueue's configuration says that Kueue no longer integrates the kind
+(a cluster moved from Kueue's integration to kubetrain's); otherwise it means Kueue's own integration
+manages this kind here, and the job is left to it, remembered per job. Never a second Workload.
 """
 
 from __future__ import annotations
@@ -200,6 +201,8 @@ async def _create(ctl: JobContract[Any], sync: JobSync[Any], queue: str) -> bool
         existing = await ctl.api.get(WORKLOADS, objects.namespace(raw), _name(ctl, raw))
         if all(objects.labels(existing).get(k) == v for k, v in operator.items()):
             return True  # ours: the cache had not caught up
+        if await _adopt(ctl, sync, existing, operator):
+            return True
         ctl.queueing.foreign[objects.request_for(raw)] = objects.uid(raw)
         told = f"Workload {objects.name(existing)} was made by Kueue's own integration; leaving the job to it"
         sync.writer.event(EventType.NORMAL, "WorkloadOfKueue", told)
@@ -207,6 +210,25 @@ async def _create(ctl: JobContract[Any], sync: JobSync[Any], queue: str) -> bool
     sync.writer.event(
         EventType.NORMAL, "CreatedWorkload", f"Created Workload: {objects.namespace(raw)}/{_name(ctl, raw)}"
     )
+    return True
+
+
+async def _adopt(ctl: JobContract[Any], sync: JobSync[Any], existing: Obj, labels: dict[str, str]) -> bool:
+    """Take over the job's Workload that Kueue's own integration made, when Kueue no longer integrates the
+    kind (`KueueIntegration.adopt`): it gets the operator-name label, and the cache then shows it."""
+    owner = objects.controller_of(existing)
+    if (
+        ctl.queueing is None
+        or not ctl.queueing.integration.adopt
+        or (owner or {}).get("uid") != objects.uid(sync.raw)
+    ):
+        return False
+    patch = {"metadata": {"resourceVersion": objects.resource_version(existing), "labels": labels}}
+    await ctl.api.patch(
+        WORKLOADS, objects.namespace(existing), objects.name(existing), patch, read_back=False
+    )
+    told = f"Took over Workload {objects.name(existing)}, made by Kueue's own integration of this kind before"
+    sync.writer.event(EventType.NORMAL, "AdoptedWorkload", told)
     return True
 
 

@@ -62,6 +62,11 @@ class KueueIntegration:
     """The kinds (by `KindInfo.kind`) whose queued jobs kubetrain's integration admits through Kueue."""
 
     kinds: frozenset[str]
+    adopt: bool = False
+    """Whether a job's Workload that Kueue's own integration made is taken over (a cluster that moved the
+    kind from Kueue's integration to kubetrain's): only when the kinds came from Kueue's configuration, which
+    then says that Kueue's integration no longer drives them. Otherwise such a Workload means Kueue's
+    integration is on for the kind, and the job is left to it."""
     pods_ready: bool = True
     """Whether Kueue waits for pods to be ready (`waitForPodsReady` in its configuration): then each
     admitted job's Workload is told `PodsReady`. Unknown (configuration unreadable): True."""
@@ -142,7 +147,8 @@ async def resolve(
         named,
         left,
     )
-    return KueueIntegration(chosen, pods_ready=read is None or waits_for_pods_ready(read))
+    adopt = read is not None and not isinstance(setting, frozenset)
+    return KueueIntegration(chosen, adopt=adopt, pods_ready=read is None or waits_for_pods_ready(read))
 
 
 async def _workload_api(api: ApiClient) -> bool:

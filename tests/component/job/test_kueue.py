@@ -228,3 +228,32 @@ async def test_a_job_written_for_kueues_own_integration_runs_on_admission(kueue:
     await admit(kueue)
     assert sorted(await kueue.pods()) == ["toy-leader-0", "toy-worker-0"]
     assert (await kueue.job())["spec"]["runPolicy"]["suspend"] is True
+
+
+async def test_a_cluster_moved_from_kueues_integration_takes_its_workloads_over() -> None:
+    """Kueue's configuration no longer integrates the kind (`adopt`): the job's Workload that Kueue's own
+    integration made is labelled as the operator's and drives the job from then on; still one Workload."""
+    cluster = Cluster()
+    cluster.api = ClusterApi(clock=cluster.clock, status_subresources=[TOY, WORKLOADS])
+    await cluster.api.create(RESOURCE_FLAVORS, None, GPU_FLAVOR)
+    body = queued(toy_job(workers=1))
+    body["spec"]["runPolicy"] = {"suspend": True}  # as Kueue's webhook left it
+    job = await cluster.api.create(TOY, "ns", body)
+    name = workload_name(
+        kind="ToyJob", group="toy.kubetrain.test", job_name="toy", job_uid=job["metadata"]["uid"]
+    )
+    podsets = [{"name": "leader", "count": 1, "template": {}}, {"name": "worker", "count": 1, "template": {}}]
+    meta = {"name": name, "namespace": "ns", "ownerReferences": [objects.owner_reference(job)]}
+    theirs = {"metadata": meta, "spec": {"queueName": QUEUE, "podSets": podsets}}
+    await cluster.api.create(WORKLOADS, "ns", theirs)
+    await cluster.start_operator(kueue=KueueIntegration(frozenset({"ToyJob"}), adopt=True))
+    try:
+        await cluster.step(5)
+        wl = await the_workload(cluster)
+        assert wl["metadata"]["labels"]["toy.kubetrain.test/operator-name"] == "toyjob-controller"
+        assert "AdoptedWorkload" in [e.reason for e in cluster.op.events.events]
+        assert await cluster.is_true("Queued") and await cluster.pods() == {}
+        await admit(cluster)
+        assert sorted(await cluster.pods()) == ["toy-leader-0", "toy-worker-0"]
+    finally:
+        await cluster.op.stop(cluster.clock)
