@@ -71,8 +71,12 @@ class Queueing:
         self.foreign: dict[Request, str] = {}
         """The jobs (and their uids) whose Workload another integration (Kueue's own) made."""
 
+        self.placed: dict[Request, tuple[tuple[str, str, int], dict[str, Placement] | str]] = {}
+        """Each admitted job's placements (or conflict), by the Workload version and job generation."""
+
     def forget(self, request: Request) -> None:
         self.foreign.pop(request, None)
+        self.placed.pop(request, None)
 
 
 @final
@@ -257,25 +261,35 @@ async def _patch(ctl: JobContract[Any], workload: Obj, patch: Obj | None) -> Obj
 # placement -------------------------------------------------------------------------------------------
 async def _place(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> None:
     """Give the renderer each replica type's placement, checked against its template; a conflict fails
-    the job (`<Kind>AdmissionConflict`), as Kueue fails such a Workload."""
-    workload = gate.workload or {}
+    the job (`<Kind>AdmissionConflict`), as Kueue fails such a Workload. Worked out once per Workload
+    version and job generation (`Queueing.placed`), not on every reconcile of a running job."""
+    workload, queueing = gate.workload or {}, ctl.queueing
+    assert queueing is not None
+    request = objects.request_for(sync.raw)
+    key = (objects.uid(workload), objects.resource_version(workload), objects.generation(sync.raw))
+    known = queueing.placed.get(request)
+    if known is None or known[0] != key:
+        known = queueing.placed[request] = (key, await _placements(ctl, sync, workload))
+    if isinstance(known[1], str):
+        sync.builder.failed(known[1], "AdmissionConflict")
+        return
+    sync.render.placements = known[1]
+    if sync.builder.admitted():
+        cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
+        sync.writer.event(EventType.NORMAL, "Started", f"Admitted by clusterQueue {cq}")
+
+
+async def _placements(ctl: JobContract[Any], sync: JobSync[Any], workload: Obj) -> dict[str, Placement] | str:
+    """Each replica type's placement, or the message of the conflict with its template."""
     assert ctl.queueing is not None
-    flavors = {
-        name: await ctl.queueing.objects.get(RESOURCE_FLAVORS, name)
-        for name in sorted(assigned_flavors(workload))
-    }
+    names = sorted(assigned_flavors(workload))
+    flavors = {name: await ctl.queueing.objects.get(RESOURCE_FLAVORS, name) for name in names}
     try:
         by_podset = placements(workload, flavors)
-        by_rtype = {
-            rtype: by_podset.get(podset_name(rtype), Placement()) for rtype in ctl.replica_types(sync.job)
-        }
+        by_rtype = {t: by_podset.get(podset_name(t), Placement()) for t in ctl.replica_types(sync.job)}
         for rtype, placed in by_rtype.items():
             template = sync.job.replica_specs[rtype].template.to_wire()
             place_pod(template, placed, where=f"spec.{ctl.kind.replica_specs_field}[{rtype}].template")
     except PlacementConflict as err:
-        sync.builder.failed(str(err), "AdmissionConflict")
-        return
-    sync.render.placements = by_rtype
-    if sync.builder.admitted():
-        cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
-        sync.writer.event(EventType.NORMAL, "Started", f"Admitted by clusterQueue {cq}")
+        return str(err)
+    return by_rtype
