@@ -42,7 +42,14 @@ from kubetrain.common.kueue import wlstatus
 from kubetrain.common.kueue.decide import Decision, Phase, decide
 from kubetrain.common.kueue.integration import KueueIntegration
 from kubetrain.common.kueue.lookup import ClusterObjects, resolve_priority
-from kubetrain.common.kueue.names import QUEUE_LABEL, RESOURCE_FLAVORS, WORKLOADS, podset_name, workload_name
+from kubetrain.common.kueue.names import (
+    QUEUE_LABEL,
+    RESOURCE_FLAVORS,
+    RESOURCE_IN_USE,
+    WORKLOADS,
+    podset_name,
+    workload_name,
+)
 from kubetrain.common.kueue.placement import (
     Placement,
     PlacementConflict,
@@ -227,7 +234,12 @@ async def _adopt(ctl: JobContract[Any], sync: JobSync[Any], existing: Obj, label
         or (owner or {}).get("uid") != objects.uid(sync.raw)
     ):
         return False
-    patch = {"metadata": {"resourceVersion": objects.resource_version(existing), "labels": labels}}
+    # Kueue's integrations put their finalizer on a Workload and take it off when the job finishes or goes;
+    # kubetrain's Workloads have none (the garbage collector deletes them with their job), so neither
+    # does one it takes over: no integration would be left to take it off.
+    kept = [f for f in existing["metadata"].get("finalizers") or () if f != RESOURCE_IN_USE]
+    patch = {"metadata": {"resourceVersion": objects.resource_version(existing), "labels": labels,
+                          "finalizers": kept or None}}  # fmt: skip
     await ctl.api.patch(
         WORKLOADS, objects.namespace(existing), objects.name(existing), patch, read_back=False
     )

@@ -243,7 +243,8 @@ async def test_a_cluster_moved_from_kueues_integration_takes_its_workloads_over(
         kind="ToyJob", group="toy.kubetrain.test", job_name="toy", job_uid=job["metadata"]["uid"]
     )
     podsets = [{"name": "leader", "count": 1, "template": {}}, {"name": "worker", "count": 1, "template": {}}]
-    meta = {"name": name, "namespace": "ns", "ownerReferences": [objects.owner_reference(job)]}
+    meta = {"name": name, "namespace": "ns", "ownerReferences": [objects.owner_reference(job)],
+            "finalizers": ["kueue.x-k8s.io/resource-in-use"]}  # fmt: skip
     theirs = {"metadata": meta, "spec": {"queueName": QUEUE, "podSets": podsets}}
     await cluster.api.create(WORKLOADS, "ns", theirs)
     await cluster.start_operator(kueue=KueueIntegration(frozenset({"ToyJob"}), adopt=True))
@@ -252,6 +253,7 @@ async def test_a_cluster_moved_from_kueues_integration_takes_its_workloads_over(
         wl = await the_workload(cluster)
         assert wl["metadata"]["labels"]["toy.kubetrain.test/operator-name"] == "toyjob-controller"
         assert "AdoptedWorkload" in [e.reason for e in cluster.op.events.events]
+        assert not wl["metadata"].get("finalizers"), "no finalizer left that no integration would remove"
         assert await cluster.is_true("Queued") and await cluster.pods() == {}
         await admit(cluster)
         assert sorted(await cluster.pods()) == ["toy-leader-0", "toy-worker-0"]
