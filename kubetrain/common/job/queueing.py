@@ -28,6 +28,7 @@ manages this kind here, and the job is left to it, remembered per job. Never a s
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
     from kubetrain.common.kube.client import ApiClient
 
 __all__ = ["Admission", "Queueing", "admission"]
+
+log = logging.getLogger(__name__)
 
 
 class Queueing:
@@ -133,7 +136,9 @@ async def hold(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> Re
     pods = sync.view.all_pods()
     result = await sync.stop()
     if decision.phase is Phase.EVICTED and not pods and gate.workload is not None:
-        await _patch(ctl, gate.workload, wlstatus.requeue(gate.workload, ctl.clock.now()))
+        if await _patch(ctl, gate.workload, wlstatus.requeue(gate.workload, ctl.clock.now())) is not None:
+            log.info("%s: no pod left after the eviction; Workload %s's quota handed back to Kueue",
+                     sync.writer.request, objects.name(gate.workload))  # fmt: skip
     return result
 
 
