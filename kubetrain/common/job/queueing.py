@@ -136,10 +136,15 @@ async def hold(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> Re
     pods = sync.view.all_pods()
     result = await sync.stop()
     if decision.phase is Phase.EVICTED and not pods and gate.workload is not None:
-        if await _patch(ctl, gate.workload, wlstatus.requeue(gate.workload, ctl.clock.now())) is not None:
-            log.info("%s: no pod left after the eviction; Workload %s's quota handed back to Kueue",
-                     sync.writer.request, objects.name(gate.workload))  # fmt: skip
+        await _hand_back(ctl, sync, gate.workload)
     return result
+
+
+async def _hand_back(ctl: JobContract[Any], sync: JobSync[Any], workload: Obj) -> None:
+    """After an eviction, once no pod is left: the Workload's quota back to Kueue (logged once)."""
+    if await _patch(ctl, workload, wlstatus.requeue(workload, ctl.clock.now())) is not None:
+        log.info("%s: no pod left after the eviction; the quota of Workload %s is handed back to Kueue",
+                 sync.writer.request, objects.name(workload))  # fmt: skip
 
 
 async def after_run(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> None:
