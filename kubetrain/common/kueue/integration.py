@@ -28,7 +28,7 @@ from typing import Any, final
 import yaml
 
 from kubetrain.api import KindInfo
-from kubetrain.common.errors import ApiError, NotFound
+from kubetrain.common.errors import ApiError, Forbidden, NotFound
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS
 from kubetrain.common.kueue.names import RESOURCE_FLAVORS
@@ -159,6 +159,12 @@ async def _workload_api(api: ApiClient) -> bool:
             "Kueue integration: off (the kueue.x-k8s.io/v1beta2 API is not served: Kueue is not installed)"
         )
         return False
+    except Forbidden:
+        log.warning(
+            "Kueue integration: off (this operator may not list Kueue's ResourceFlavors; a single-namespace "
+            "install needs manifests/kueue/namespaced-reader applied by a cluster admin)"
+        )
+        return False
     except ApiError as err:
         log.warning("Kueue integration: off (cannot read Kueue's ResourceFlavors: %s)", err)
         return False
@@ -175,9 +181,11 @@ async def _config(api: ApiClient, config: str) -> Mapping[str, Any] | None:
             raise ValueError("not a mapping")
         return parsed
     except (ApiError, KeyError, ValueError, yaml.YAMLError) as err:
+        # A refusal is named, not quoted: the server's text would read as a denial the RBAC must not have.
+        why = "not allowed to read it" if isinstance(err, Forbidden) else (str(err) or type(err).__name__)
         log.info(
             "Kueue integration: cannot read Kueue's configuration from ConfigMap %s, key %s (%s); assuming "
             "Kueue v0.19's default configuration (MPIJob is Kueue's own, the other kinds kubetrain's)",
-            config, CONFIG_KEY, err or type(err).__name__,
+            config, CONFIG_KEY, why,
         )  # fmt: skip
         return None
