@@ -68,8 +68,9 @@ class KueueIntegration:
     then says that Kueue's integration no longer drives them. Otherwise such a Workload means Kueue's
     integration is on for the kind, and the job is left to it."""
     pods_ready: bool = True
-    """Whether Kueue waits for pods to be ready (`waitForPodsReady` in its configuration): then each
-    admitted job's Workload is told `PodsReady`. Unknown (configuration unreadable): True."""
+    """Whether Kueue waits for pods to be ready (`waitForPodsReady`; always, in Kueue v0.19's configuration
+    API): then each admitted job's Workload is told `PodsReady`, or Kueue evicts it after the timeout.
+    Unknown (configuration unreadable): True."""
 
     def manages(self, kind: KindInfo) -> bool:
         return kind.kind in self.kinds
@@ -114,10 +115,13 @@ def builtin_frameworks(config: Mapping[str, Any]) -> frozenset[str]:
 
 
 def waits_for_pods_ready(config: Mapping[str, Any]) -> bool:
-    """Whether a parsed Kueue configuration turns `waitForPodsReady` on (Kueue: present and not
-    `enable: false`)."""
-    wait = config.get("waitForPodsReady")
-    return isinstance(wait, dict) and wait.get("enable", True) is not False
+    """Whether a parsed Kueue configuration has Kueue wait for pods to be ready. In the `v1beta2`
+    configuration API (Kueue v0.19's) it always does: the section is defaulted when absent (a 30 minute
+    timeout) and has no switch; in `v1beta1` only with `waitForPodsReady.enable: true`."""
+    if str(config.get("apiVersion", "")).endswith("/v1beta1"):
+        wait = config.get("waitForPodsReady")
+        return isinstance(wait, dict) and wait.get("enable") is True
+    return True
 
 
 async def resolve(
