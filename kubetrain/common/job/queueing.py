@@ -124,7 +124,7 @@ async def hold(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> Re
     if decision.phase is Phase.CREATE and not await workloads.create(ctl, sync, gate.queue):
         return Result(requeue_after=1.0)  # another integration's Workload: the next reconcile leaves it be
     if gate.workload is not None:
-        await workloads.follow_queue(ctl, gate.workload, gate.queue)
+        await workloads.follow_job(ctl, sync, gate.workload, gate.queue)
     sync.builder.queued(decision.reason, decision.message)
     pods = sync.view.all_pods()
     result = await sync.stop()

@@ -11,19 +11,21 @@ from typing import TYPE_CHECKING, Any
 from kubetrain.api import TrainingJob
 from kubetrain.common.errors import AlreadyExists
 from kubetrain.common.events import EventType
+from kubetrain.common.job.compare import contains
 from kubetrain.common.job.labels import label_key
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
 from kubetrain.common.kube.store import INDEX_CONTROLLER_UID
+from kubetrain.common.kueue.decide import is_true
 from kubetrain.common.kueue.lookup import resolve_priority
-from kubetrain.common.kueue.names import RESOURCE_IN_USE, WORKLOADS, workload_name
-from kubetrain.common.kueue.workload import PodSetSource, build_workload, priority_class_name
+from kubetrain.common.kueue.names import QUOTA_RESERVED, RESOURCE_IN_USE, WORKLOADS, workload_name
+from kubetrain.common.kueue.workload import PodSetSource, build_workload, priority_class_name, render_podsets
 
 if TYPE_CHECKING:
     from kubetrain.common.job.contract import JobContract
     from kubetrain.common.job.sync import JobSync
 
-__all__ = ["cached_workload", "create", "follow_queue", "name_of", "patch_status", "podsets_of"]
+__all__ = ["cached_workload", "create", "follow_job", "name_of", "patch_status", "podsets_of"]
 
 log = logging.getLogger(__name__)
 
@@ -103,16 +105,24 @@ async def _adopt(ctl: JobContract[Any], sync: JobSync[Any], existing: Obj, label
     return True
 
 
-async def follow_queue(ctl: JobContract[Any], workload: Obj, queue: str) -> None:
-    """A job moved to another LocalQueue while not admitted: so does its Workload (as Kueue does)."""
-    if (workload.get("spec") or {}).get("queueName") != queue:
-        patch = {
-            "metadata": {"resourceVersion": objects.resource_version(workload)},
-            "spec": {"queueName": queue},
-        }
-        await ctl.api.patch(
-            WORKLOADS, objects.namespace(workload), objects.name(workload), patch, read_back=False
-        )
+async def follow_job(ctl: JobContract[Any], sync: JobSync[Any], workload: Obj, queue: str) -> None:
+    """A queued job moved to another LocalQueue, or whose replicas or templates changed: its Workload
+    follows, as Kueue's integrations update a Workload that holds no quota yet. Once Kueue reserved quota
+    for it the Workload is left as it is (the admission policy keeps an admitted job's counts)."""
+    if is_true(workload, QUOTA_RESERVED):
+        return
+    spec = workload.get("spec") or {}
+    desired = render_podsets(podsets_of(ctl, sync))
+    change: Obj = {}
+    if spec.get("queueName") != queue:
+        change["queueName"] = queue
+    if not contains(spec.get("podSets"), desired):
+        change["podSets"] = desired
+    if change:
+        patch = {"metadata": {"resourceVersion": objects.resource_version(workload)}, "spec": change}
+        name = objects.name(workload)
+        await ctl.api.patch(WORKLOADS, objects.namespace(workload), name, patch, read_back=False)
+        log.info("%s: Workload %s follows the job (%s)", sync.writer.request, name, ", ".join(sorted(change)))
 
 
 async def patch_status(ctl: JobContract[Any], workload: Obj, patch: Obj | None) -> Obj | None:

@@ -198,11 +198,24 @@ async def test_a_job_without_a_queue_runs_at_once_with_no_workload(kueue: Cluste
     assert await workloads(kueue) == []
 
 
-async def test_a_queued_job_moved_to_another_queue_takes_its_workload_along(kueue: Cluster) -> None:
+async def test_a_queued_job_moved_to_another_queue_or_resized_takes_its_workload_along(
+    kueue: Cluster,
+) -> None:
     await kueue.submit(queued(toy_job(workers=1)))
     await kueue.api.patch(TOY, "ns", "toy", {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "team-b"}}})
     await kueue.step()
     assert (await the_workload(kueue))["spec"]["queueName"] == "team-b"
+    resize = {"spec": {"toyReplicaSpecs": {"Worker": {"replicas": 3}}}}
+    await kueue.api.patch(TOY, "ns", "toy", resize)
+    await kueue.step()
+    wl = await the_workload(kueue)
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("leader", 1), ("worker", 3)]
+    held = {"status": {"conditions": [_cond("QuotaReserved", "True", "QuotaReserved")]}}
+    await kueue.api.patch(WORKLOADS, "ns", objects.name(wl), held, subresource="status")
+    await kueue.api.patch(TOY, "ns", "toy", {"spec": {"toyReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    await kueue.step()
+    wl = await the_workload(kueue)
+    assert wl["spec"]["podSets"][1]["count"] == 3, "a Workload holding quota is left as it is"
 
 
 async def test_an_admission_that_contradicts_the_template_fails_the_job(kueue: Cluster) -> None:
