@@ -9,6 +9,7 @@
     --metrics-bind-address [HOST]:PORT        /metrics, for Prometheus (0: not served)
     --metrics-secure=true|false  --metrics-cert-path DIR   HTTPS with each scrape checked (default true)
     --log-format json|text  --log-level LEVEL
+    --kueue-integration auto|none|KIND[,KIND...]  --kueue-config NAMESPACE/NAME   (docs/ecosystem.md)
 
 The flag names are controller-runtime's, so a Deployment written for a kubebuilder operator reads the
 same. `kubetrain operator` is built on the same declarations (`add_operator_flags`, its own defaults in a
@@ -28,6 +29,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, final
 
 from kubetrain.common.flagvalues import BoolFlag, FlagError, leader_election, parse_address, parse_namespaces
+from kubetrain.common.kueue.integration import AUTO, DEFAULT_KUEUE_CONFIG, check_config_name, parse_setting
 from kubetrain.common.logformat import LogFormat, configure_logging
 
 if TYPE_CHECKING:  # imported where used: `kubetrain --help` builds these flags and runs no operator
@@ -56,6 +58,7 @@ class Section(StrEnum):
     ELECTION = "election"
     ENDPOINTS = "endpoints"
     LOGGING = "logging"
+    KUEUE = "kueue"
 
 
 @final
@@ -94,6 +97,7 @@ def run(
     parser = operator_parser(prog=prog, description=f"Runs the operator of {names}.", defaults=defaults)
     args = parser.parse_args(argv)
     try:
+        parse_setting(args.kueue_integration, [cls.kind.kind for cls in controllers])
         config = config_from_args(args, lease_name=lease_name)
     except ValueError as err:
         parser.error(str(err))
@@ -242,6 +246,22 @@ def add_operator_flags(
         default=defaults.log_level,
         help="(default: %(default)s)",
     )
+    add(
+        Section.KUEUE,
+        "--kueue-integration",
+        default=AUTO,
+        metavar="auto|none|KIND[,KIND...]",
+        help="the kinds whose queued jobs (label kueue.x-k8s.io/queue-name) this operator admits through "
+        "Kueue itself: auto (default) = those Kueue's configuration does not integrate itself; none; or a "
+        "comma list of kinds",
+    )
+    add(
+        Section.KUEUE,
+        "--kueue-config",
+        default=DEFAULT_KUEUE_CONFIG,
+        metavar="NAMESPACE/NAME",
+        help="Kueue's ConfigMap, read by --kueue-integration=auto (default: %(default)s)",
+    )
     return parser
 
 
@@ -254,6 +274,7 @@ def config_from_args(
 
     if args.workers < 1:
         raise FlagError(f"--workers={args.workers}: must be 1 or more")
+    check_config_name(args.kueue_config)
     env = os.environ if environ is None else environ
     return OperatorConfig(
         kubeconfig=args.kubeconfig,
@@ -267,4 +288,6 @@ def config_from_args(
         metrics_secure=args.metrics_secure,
         metrics_cert_path=args.metrics_cert_path,
         workers=args.workers,
+        kueue_integration=args.kueue_integration,
+        kueue_config=args.kueue_config,
     )

@@ -107,6 +107,7 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
     sections[Section.ELECTION] = group("leader election (one active replica at a time)")
     sections[Section.ENDPOINTS] = group("health and metrics endpoints")
     sections[Section.LOGGING] = group("logging and shutdown")
+    sections[Section.KUEUE] = group("Kueue (docs/ecosystem.md)")
     add_operator_flags(parser, defaults=COMMON_DEFAULTS, sections=sections)
     _connection_flags(sections[Section.CONNECTION])
     _scope_flags(sections[Section.SCOPE])

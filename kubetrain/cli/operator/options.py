@@ -30,6 +30,7 @@ from kubetrain.common.flagvalues import (
     parse_namespaces,
     split_list,
 )
+from kubetrain.common.kueue.integration import AUTO, DEFAULT_KUEUE_CONFIG, check_config_name, parse_setting
 from kubetrain.common.logformat import LogFormat
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
 
@@ -131,6 +132,8 @@ class OperatorOptions:
     shutdown_grace: float = DEFAULTS.shutdown_grace
     progress: ProgressOptions | None = None
     """None: no endpoint, and pods get no reporting env."""
+    kueue_integration: str = AUTO
+    kueue_config: str = DEFAULT_KUEUE_CONFIG
 
 
 def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | None = None) -> OperatorOptions:
@@ -168,7 +171,18 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
         log_level=args.log_level,
         shutdown_grace=float(args.shutdown_grace),
         progress=_progress(args, env),
+        kueue_integration=_kueue(args),
+        kueue_config=args.kueue_config,
     )
+
+
+def _kueue(args: argparse.Namespace) -> str:
+    try:
+        parse_setting(args.kueue_integration, CONTROLLERS)
+        check_config_name(args.kueue_config)
+    except ValueError as err:
+        raise OptionsError(str(err)) from err
+    return str(args.kueue_integration)
 
 
 def _check_positive(flag: str, value: float) -> None:

@@ -78,7 +78,9 @@ async def test_a_secure_metrics_listener_reviews_tokens_on_the_reviews_client_no
         raise _Stop
 
     monkeypatch.setattr("kubetrain.common.operator.metrics_security", metrics_security)
-    config = OperatorConfig(metrics_address=("127.0.0.1", 0), metrics_secure=True, progress=None)
+    config = OperatorConfig(
+        metrics_address=("127.0.0.1", 0), metrics_secure=True, progress=None, kueue_integration="none"
+    )
     operator = _Watching([PyTorchJobController], config)
     with pytest.raises(_Stop):
         await operator.serve()

@@ -20,6 +20,10 @@ PUBLIC = {
         "leader_election", "own_namespace", "parse_address", "parse_namespaces", "split_list",
     ],
     "logformat": ["JsonFormatter", "LogFormat", "TextFormatter", "configure_logging"],
+    "kueue": [
+        "AUTO", "DEFAULT_KUEUE_CONFIG", "KueueIntegration", "NONE", "QUEUE_LABEL", "RESOURCE_FLAVORS",
+        "WORKLOADS", "parse_setting", "resolve", "workload_name",
+    ],
     "operator": ["Clients", "ConnectError", "Operator", "OperatorConfig"],
     "clock": ["Clock", "SystemClock", "wait_with_deadline"],
     "controller": ["Controller"],
