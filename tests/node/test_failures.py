@@ -81,7 +81,8 @@ def test_exit_code_retryable_recreates_the_pod_permanent_fails_the_job(
         )
         pods.caught_up()
     versions = pods.versions("permanent-master-0")
-    assert 1 in exit_codes(versions), f"the watch never saw the permanent pod exit 1: {versions[-1:]}"
+    seen = [_statuses(v) for v in versions[-1:]]
+    assert 1 in exit_codes(versions), f"the watch never saw the permanent pod exit 1: {seen}"
     assert len(pods.uids()["permanent-master-0"]) == 1, "exit code 1 is permanent: no new pod"
     assert restarts(versions) == 0, "exit code 1 is permanent: no restart in place"
     assert 137 in exit_codes(pods.versions("retry-master-0"))
