@@ -42,7 +42,7 @@ from kubetrain.common.job.failurepolicy import (
 from kubetrain.common.job.gangfailures import RankFailure, new_failures, stall_due
 from kubetrain.common.job.gangstate import GangState
 from kubetrain.common.job.policy import ReplicaPlan
-from kubetrain.common.job.status import reason
+from kubetrain.common.job.status import StatusBuilder, reason
 from kubetrain.common.reconcile import Result
 
 if TYPE_CHECKING:
@@ -88,6 +88,14 @@ class GangStep:
                 return await self._act(self.policy, action, found)
         await self._remember(failures)
         return GangOutcome()
+
+    def into_status(self, builder: StatusBuilder) -> None:
+        """`replicaStatuses[type].restarts` from the ledger, for a job with a policy (else left unset)."""
+        if self.policy is None:
+            return
+        ranks, statuses = self.sync.ledger.gang.ranks, builder.status.replica_statuses or {}
+        counted = {t: s.model_copy(update={"restarts": ranks.get(t, 0)}) for t, s in statuses.items()}
+        builder.status = builder.status.model_copy(update={"replica_statuses": counted})
 
     def sooner(self, result: Result) -> Result:
         """`result`, due no later than the moment the gang would count as stalled."""
@@ -148,6 +156,8 @@ class GangStep:
         pods = sync.view.all_pods()
         carried = sum(p.restarts for p in pods)  # kubelet restarts of the deleted pods stay charged ...
         ignored = 1 if found.failure.container_restart else 0  # ... except the one this restart answers
+        if found.failure.pod:
+            state = state.judged(found.pod.uid, found.total, found.failure.replica_type)
         new_state = state.ignoring(ignored).gang_restart((p.uid for p in pods), int(sync.now.timestamp()))
         ledger = sync.ledger.for_gang_restart(new_state).with_restarts(carried)
         await sync._write_ledger_value(ledger)
@@ -189,7 +199,7 @@ class GangStep:
         sync, pod = self.sync, found.pod
         rtype = found.failure.replica_type
         started = sync.ledger.started_indices(rtype) - {pod.index if pod.index is not None else -1}
-        ledger = sync.ledger.with_gang(sync.ledger.gang.judged(pod.uid, found.total))
+        ledger = sync.ledger.with_gang(sync.ledger.gang.judged(pod.uid, found.total, rtype))
         await sync._write_ledger_value(ledger.with_started(rtype, started).with_restarts(pod.restarts))
         await sync._delete_pods([pod])
         return GangOutcome(Result(requeue_after=_CONTINUE_AFTER_DRAIN))
@@ -200,7 +210,7 @@ class GangStep:
         for found in failures:
             if not found.failure.pod:
                 continue
-            state = state.judged(found.pod.uid, found.total)
+            state = state.judged(found.pod.uid, found.total, found.failure.replica_type)
             if self._ignored(found):
                 state = state.ignoring(1)
         await self._write(state)

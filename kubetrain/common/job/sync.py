@@ -71,6 +71,7 @@ class JobSync(Generic[JobT]):
         self.owner = owner
         self._deleted: set[str] = set()
         self._deleted_services: set[str] = set()
+        self.gang = GangStep(self)  # the job's failure policy, if any (kubetrain.common.job.gangpolicy)
 
     @property
     def finished(self) -> bool:
@@ -90,8 +91,7 @@ class JobSync(Generic[JobT]):
         b.created()
         b.started()
         plans = self.view.plans(self.ledger, self.now)
-        gang = GangStep(self)  # the job's failure policy, if it has one (kubetrain.common.job.gangpolicy)
-        acted = await gang.act(plans)
+        acted = await self.gang.act(plans)
         if acted.result is not None:
             return acted.result
         observed = self.view.observed(plans, self._created)
@@ -101,7 +101,7 @@ class JobSync(Generic[JobT]):
         if not self.finished:
             await self._write_ledger(plans)
             await self._converge(plans, observed)
-        return gang.sooner(await self._conclude(plans, stop_active=stop))
+        return self.gang.sooner(await self._conclude(plans, stop_active=stop))
 
     async def suspend(self) -> Result:
         """Delete every pod, Service and the PodGroup; Suspended=True; completed indices are forgotten."""
@@ -236,6 +236,7 @@ class JobSync(Generic[JobT]):
         """Write the status (with any creation failure), then clean up, raise, or say when to look again."""
         b = self.builder
         b.replica_statuses({rtype: plan.counts for rtype, plan in plans.items()}, self.view.selectors())
+        self.gang.into_status(b)
         failures = self.writer.failures
         if failures:
             b.creation_failed(failures[0].kind, failures[0].message)

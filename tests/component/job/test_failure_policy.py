@@ -77,7 +77,9 @@ async def test_one_rank_killed_restarts_the_whole_gang_once(cluster: Cluster) ->
     assert cluster.op.counter("kubetrain_rank_restarts", reason="Error", replica_type="Worker") == 1
     await cluster.run_all()
     assert await cluster.is_true("Running"), "the recreated gang runs again"
-    assert (await cluster.job())["status"]["replicaStatuses"]["Worker"]["active"] == 3
+    statuses = (await cluster.job())["status"]["replicaStatuses"]
+    assert statuses["Worker"]["active"] == 3
+    assert (statuses["Worker"]["restarts"], statuses["Leader"]["restarts"]) == (1, 0), "rank restarts by type"
 
 
 async def test_a_failed_pod_under_never_restarts_the_gang_instead_of_failing_the_job(
@@ -112,6 +114,7 @@ async def test_ignore_replaces_the_pod_without_charging_backoff_limit(cluster: C
     assert (await ledger(cluster))["restarts"] == 0
     await cluster.run_all()
     assert await cluster.is_true("Running")
+    assert (await cluster.job())["status"]["replicaStatuses"]["Worker"]["restarts"] == 1
 
 
 async def test_fail_job_fails_at_once_naming_the_rule(cluster: Cluster) -> None:

@@ -91,7 +91,7 @@ def test_failures_are_counted_per_pod_and_judged_once() -> None:
         (None, "Evicted", False, 1),
         (None, "NodeLost", False, 1),
     ]
-    judged = GangState().judged("u0", 2).judged("u1", 1).judged("u2", 1)
+    judged = GangState().judged("u0", 2, "Worker").judged("u1", 1, "Worker").judged("u2", 1, "Worker")
     assert new_failures({"Worker": [restarted, evicted, lost]}, judged) == []
     assert new_failures({"Worker": [restarted]}, GangState(draining=frozenset({"u0"}))) == []
 
@@ -105,7 +105,7 @@ def test_a_stall_counts_from_the_later_of_the_report_and_the_last_gang_restart()
 
 
 def test_the_ledger_keeps_the_gang_state_and_a_gang_restart_forgets_indices() -> None:
-    state = GangState().judged("u0", 1).ignoring(1).gang_restart(["u0", "u1"], 1_800_000_000)
+    state = GangState().judged("u0", 1, "Worker").ignoring(1).gang_restart(["u0", "u1"], 1_800_000_000)
     ledger = Ledger(restarts=2).with_started("Worker", frozenset({0, 1})).for_gang_restart(state)
     read = Ledger.read({LEDGER_ANNOTATION: ledger.render()})
     assert read == ledger
@@ -114,6 +114,7 @@ def test_the_ledger_keeps_the_gang_state_and_a_gang_restart_forgets_indices() ->
         "ignored": 1,
         "draining": ["u0", "u1"],
         "since": 1_800_000_000,
+        "ranks": {"Worker": 1},
     }
     assert read.started == {} and read.restarts == 2
     assert "gang" not in json.loads(Ledger(restarts=1).render()), "no policy, no change to the ledger"
