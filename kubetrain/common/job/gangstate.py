@@ -11,6 +11,8 @@ Stored under the ledger's `gang` key (`kubetrain.common.job.ledger`), only once 
 - `seen`: per pod UID, how many of its failures (container restarts, plus one if the pod failed) the
   policy has already judged, so that a failure is acted on once, however many reconciles see it;
 - `draining`: the UIDs of the pods a gang restart deleted; the gang is recreated once all are gone;
+- `ranks`: per replica type, the rank failures judged (containers restarted in place, pods failed or
+  lost): `status.replicaStatuses[type].restarts`;
 - `since`: when the last gang restart began (Unix seconds): the progress deadline counts from there too.
 """
 
@@ -36,6 +38,7 @@ class GangState:
     seen: Mapping[str, int] = field(default_factory=_empty)
     draining: frozenset[str] = frozenset()
     since: int | None = None
+    ranks: Mapping[str, int] = field(default_factory=_empty)
 
     @classmethod
     def of(cls, data: Any) -> GangState:
@@ -49,6 +52,7 @@ class GangState:
             seen=MappingProxyType({str(k): int(v) for k, v in (data.get("seen") or {}).items()}),
             draining=frozenset(str(u) for u in data.get("draining") or ()),
             since=int(since) if since is not None else None,
+            ranks=MappingProxyType({str(k): int(v) for k, v in (data.get("ranks") or {}).items()}),
         )
 
     def wire(self) -> dict[str, Any] | None:
@@ -62,10 +66,14 @@ class GangState:
             data["draining"] = sorted(self.draining)
         if self.since is not None:
             data["since"] = self.since
+        if self.ranks:
+            data["ranks"] = dict(sorted(self.ranks.items()))
         return data
 
-    def judged(self, uid: str, failures: int) -> GangState:
-        return replace(self, seen=MappingProxyType({**self.seen, uid: failures}))
+    def judged(self, uid: str, failures: int, rtype: str) -> GangState:
+        """The failures of pod `uid` (of `rtype`) judged so far: one more rank restart of `rtype`."""
+        ranks = MappingProxyType({**self.ranks, rtype: self.ranks.get(rtype, 0) + 1})
+        return replace(self, seen=MappingProxyType({**self.seen, uid: failures}), ranks=ranks)
 
     def kept(self, uids: Iterable[str]) -> GangState:
         """Only the `seen` entries of pods that still exist."""

@@ -273,7 +273,7 @@ WIRE_NAMES: list[tuple[type[BaseModel], set[str]]] = [
     ),
     (TrainerStatus, {"progressPercentage", "estimatedRemainingSeconds", "metrics", "lastUpdatedTime"}),
     (TrainerMetric, {"name", "value"}),
-    # restarts: kubetrain's, set only under a failure policy (docs/failure-policy.md); Kubeflow clients skip it
+    # restarts: kubetrain's, set only under a failure policy (docs/failure-policy.md); Kubeflow ignores it
     (ReplicaStatus, {"active", "succeeded", "failed", "labelSelector", "selector", "restarts"}),
 ]
 
