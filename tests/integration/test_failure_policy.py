@@ -15,17 +15,10 @@ from kubetrain.api import PYTORCHJOB
 from kubetrain.common.job.failurepolicy import FAILURE_POLICY_ANNOTATION
 from kubetrain.common.kube import objects
 from kubetrain.controllers.pytorch import PyTorchJobController
+from kubetrain.testing import operator as testop
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome
-from kubetrain.testing.operator import (
-    InProcessOperator,
-    container_spec,
-    job_manifest,
-    kubectl_apply,
-    on_control_plane,
-    replica_spec,
-    wait_until,
-)
+from kubetrain.testing.operator import InProcessOperator, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -34,17 +27,17 @@ PODS = ["job-master-0", "job-worker-0", "job-worker-1"]
 
 @pytest.fixture
 async def operator(control_plane: ControlPlane, namespace: str) -> AsyncIterator[InProcessOperator]:
-    async with on_control_plane(control_plane, [PyTorchJobController], namespace=namespace) as op:
+    async with testop.on_control_plane(control_plane, [PyTorchJobController], namespace=namespace) as op:
         yield op
 
 
 def gang_job(namespace: str, policy: dict[str, object]) -> dict[str, object]:
-    main = container_spec("pytorch")
+    main = testop.container_spec("pytorch")
     specs = {
-        "Master": replica_spec(1, main, restartPolicy="Never"),
-        "Worker": replica_spec(2, main, restartPolicy="Never"),
+        "Master": testop.replica_spec(1, main, restartPolicy="Never"),
+        "Worker": testop.replica_spec(2, main, restartPolicy="Never"),
     }
-    body = job_manifest(PYTORCHJOB, specs, namespace=namespace, runPolicy={"backoffLimit": 0})
+    body = testop.job_manifest(PYTORCHJOB, specs, namespace=namespace, runPolicy={"backoffLimit": 0})
     body["metadata"]["annotations"] = {FAILURE_POLICY_ANNOTATION: json.dumps(policy)}
     return body
 
@@ -57,7 +50,7 @@ async def test_a_killed_rank_restarts_the_whole_gang_and_the_job_then_succeeds(
     control_plane: ControlPlane, namespace: str, operator: InProcessOperator
 ) -> None:
     policy = {"maxGangRestarts": 1, "rules": [{"action": "RestartGang", "onExitCodes": [137]}]}
-    kubectl_apply(control_plane, gang_job(namespace, policy), namespace=namespace)
+    testop.kubectl_apply(control_plane, gang_job(namespace, policy), namespace=namespace)
     await wait_until(lambda: operator.running(namespace, *PODS), what="the gang running")
     before = await uids(operator, namespace)
     control_plane.finish_pod(namespace, "job-worker-1", Outcome.FAILED, exit_code=137)
@@ -86,7 +79,9 @@ async def test_a_killed_rank_restarts_the_whole_gang_and_the_job_then_succeeds(
 async def test_an_invalid_policy_fails_the_job_naming_the_field(
     control_plane: ControlPlane, namespace: str, operator: InProcessOperator
 ) -> None:
-    kubectl_apply(control_plane, gang_job(namespace, {"rules": [{"action": "Reboot"}]}), namespace=namespace)
+    testop.kubectl_apply(
+        control_plane, gang_job(namespace, {"rules": [{"action": "Reboot"}]}), namespace=namespace
+    )
     failed = await operator.wait_for_condition(namespace, "job", "Failed")
     assert failed["reason"] == "PyTorchJobFailedValidation"
     assert f"metadata.annotations[{FAILURE_POLICY_ANNOTATION}].rules[0].action" in failed["message"]
