@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -74,6 +75,30 @@ async def test_a_killed_rank_restarts_the_whole_gang_and_the_job_then_succeeds(
     # the limit of gang restarts is read back from the job's ledger: a second kill fails the job
     control_plane.finish_pod(namespace, "job-worker-0", Outcome.FAILED, exit_code=137)
     assert await operator.reason(namespace, "job", "Failed") == "PyTorchJobGangRestartLimitExceeded"
+
+
+async def test_a_gang_whose_progress_report_stops_is_restarted_after_the_deadline(
+    control_plane: ControlPlane, namespace: str, operator: InProcessOperator
+) -> None:
+    testop.kubectl_apply(
+        control_plane, gang_job(namespace, {"progressDeadlineSeconds": 3}), namespace=namespace
+    )
+    await wait_until(lambda: operator.running(namespace, *PODS), what="the gang running")
+    before = await uids(operator, namespace)
+    # the trainer's last report, as the operator's progress endpoint writes it; then no report comes
+    now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    report = {"status": {"trainerStatus": {"progressPercentage": 10, "lastUpdatedTime": now}}}
+    resource = PyTorchJobController.job_resource()
+    await operator.api.patch(resource, namespace, "job", report, subresource="status")
+
+    async def restarted() -> bool:
+        return not set((await uids(operator, namespace)).values()) & set(before.values())
+
+    await wait_until(restarted, what="the stalled gang recreated", within=30)
+    told = [e.message for e in operator.events.events if e.reason == "PyTorchJobGangRestart"]
+    assert len(told) == 1 and "training made no progress" in told[0]
+    labels = {"job_namespace": namespace, "framework": "pytorch", "reason": "ProgressStalled"}
+    assert operator.metrics.registry.get_sample_value("kubetrain_gang_restarts_total", labels) == 1
 
 
 async def test_an_invalid_policy_fails_the_job_naming_the_field(
