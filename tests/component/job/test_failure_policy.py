@@ -117,6 +117,31 @@ async def test_ignore_replaces_the_pod_without_charging_backoff_limit(cluster: C
     assert (await cluster.job())["status"]["replicaStatuses"]["Worker"]["restarts"] == 1
 
 
+async def test_an_ignored_container_restart_is_not_charged_but_an_unmatched_one_is(cluster: Cluster) -> None:
+    body = toy_job(workers=1, restart_policy=RestartPolicy.ON_FAILURE, run_policy=RunPolicy(backoff_limit=0))
+    await cluster.submit(with_policy(body, {"rules": [{"action": "Ignore", "onExitCodes": [143]}]}))
+    await cluster.run_all()
+    uid = (await uids(cluster))["toy-worker-0"]
+    await restart_in_place(cluster, "toy-worker-0", 143)
+    assert not await cluster.is_true("Failed"), "an ignored restart in place is not charged to backoffLimit 0"
+    assert (await uids(cluster))["toy-worker-0"] == uid, "the pod restarted in place is kept"
+    assert (await ledger(cluster))["gang"]["ignored"] == 1
+    status = {
+        "containerStatuses": [
+            {
+                "name": "toy",
+                "restartCount": 2,
+                "state": {"running": {}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+            }
+        ]
+    }
+    await cluster.api.patch(PODS, "ns", "toy-worker-0", {"status": status})
+    await cluster.step()
+    failed = await cluster.condition("Failed")
+    assert failed is not None and "backoff limit" in failed["message"], "no rule: backoffLimit as always"
+
+
 async def test_fail_job_fails_at_once_naming_the_rule(cluster: Cluster) -> None:
     body = toy_job(workers=2, restart_policy=RestartPolicy.ON_FAILURE)
     policy = {
