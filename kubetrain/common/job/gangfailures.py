@@ -68,8 +68,9 @@ def _failure(rtype: str, pod: PodFacts, state: GangState) -> RankFailure | None:
 def stalled(
     last_progress: datetime | None, since: datetime | None, deadline: int | None, now: datetime
 ) -> bool:
-    """Whether the trainer's progress report is older than `deadline` seconds (counted from the latest of
-    the report and the last gang restart). No report yet: never stalled (the trainer may not report)."""
+    """Whether the trainer's progress report is older than `deadline` seconds (counted from the later of
+    the report and `since`: the last gang restart or resume). No report yet: never stalled (the trainer
+    may not report at all)."""
     due = stall_due(last_progress, since, deadline, now)
     return due is not None and due <= 0
 

@@ -135,11 +135,12 @@ class GangStep:
     def _stall_due(self) -> float | None:
         if self.policy is None or self.sync.ledger.gang.draining:
             return None
-        trainer = self.sync.builder.status.trainer_status
-        since = self.sync.ledger.gang.since
+        status, since = self.sync.builder.status, self.sync.ledger.gang.since
+        # the clock starts again with a gang restart, and with a resume (startTime is reset then)
+        starts = [t for t in (_from_unix(since) if since is not None else None, status.start_time) if t]
         return stall_due(
-            trainer.last_updated_time if trainer is not None else None,
-            _from_unix(since) if since is not None else None,
+            status.trainer_status.last_updated_time if status.trainer_status is not None else None,
+            max(starts, default=None),
             self.policy.progress_deadline_seconds,
             self.sync.now,
         )

@@ -8,7 +8,6 @@ the job's ledger, also across an operator restart.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any
 
 from kubetrain.api import RestartPolicy, RunPolicy
@@ -177,17 +176,23 @@ async def test_a_stalled_gang_restarts_after_the_progress_deadline(cluster: Clus
     body = toy_job(workers=2, restart_policy=RestartPolicy.ON_FAILURE)
     await cluster.submit(with_policy(body, {"progressDeadlineSeconds": 120}))
     await cluster.run_all()
-    reported = (cluster.clock.now() - timedelta(seconds=10)).isoformat().replace("+00:00", "Z")
+    reported = cluster.clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
     trainer = {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": reported}}
     await cluster.api.patch(TOY, "ns", "toy", {"status": trainer}, subresource="status")
     before = await uids(cluster)
     await cluster.step(100)
     assert await uids(cluster) == before, "within the deadline nothing happens"
-    await cluster.step(15)
+    await cluster.step(25)
     assert not set((await uids(cluster)).values()) & set(before.values()), "the whole gang was recreated"
     restarting = await cluster.condition("Restarting")
     assert restarting is not None and "training made no progress" in restarting["message"]
     assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 1
+    # the deadline counts again from the gang restart: the next one comes 120 s later, not at once
+    await cluster.run_all()
+    await cluster.step(100)
+    assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 1
+    await cluster.step(25)
+    assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 2
 
 
 async def test_a_bad_policy_fails_the_job_naming_the_field_and_the_fix(cluster: Cluster) -> None:
