@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from kubetrain.api import RestartPolicy, RunPolicy
+from kubetrain.common.errors import ServerError
 from kubetrain.common.job.failurepolicy import FAILURE_POLICY_ANNOTATION
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION
 from kubetrain.common.kube.resources import PODS, Obj
@@ -170,6 +171,27 @@ async def test_the_gang_restart_limit_holds_across_an_operator_restart(cluster: 
     failed = await cluster.condition("Failed")
     assert failed is not None and failed["reason"] == "ToyJobGangRestartLimitExceeded"
     assert "the gang was restarted 1 times, maxGangRestarts is 1" in failed["message"]
+
+
+async def test_a_gang_restart_whose_deletes_fail_is_counted_once_across_an_operator_restart(
+    cluster: Cluster,
+) -> None:
+    body = toy_job(workers=2, restart_policy=RestartPolicy.NEVER)
+    await cluster.submit(with_policy(body, {"maxGangRestarts": 1, "rules": [RESTART_ON_KILL]}))
+    await cluster.run_all()
+    before = await uids(cluster)
+    # deletes keep failing for longer than the retries of the first operator's reconciles last
+    cluster.api.fail("delete", ServerError("etcd timeout", reason="InternalError"), resource=PODS, times=8)
+    await cluster.set_phase("toy-worker-0", "Failed", exit_code=137)
+    assert sorted((await ledger(cluster))["gang"]["draining"]) == sorted(before.values()), (
+        "the gang restart is in the ledger before any delete"
+    )
+    assert await uids(cluster) == before
+    await cluster.restart_operator()
+    await cluster.step(10)
+    assert not set((await uids(cluster)).values()) & set(before.values()), "the new operator finished it"
+    assert (await ledger(cluster))["gang"]["restarts"] == 1, "one gang restart, however many tries"
+    assert not await cluster.is_true("Failed"), "maxGangRestarts 1 is not exceeded"
 
 
 async def test_a_stalled_gang_restarts_after_the_progress_deadline(cluster: Cluster) -> None:
