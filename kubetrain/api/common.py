@@ -131,6 +131,9 @@ class ReplicaStatus(WireModel):
     failed: Int32 | None = None
     label_selector: LabelSelector | None = None
     selector: str | None = None
+    restarts: Int32 | None = None
+    """kubetrain: rank failures of this type a failure policy judged (containers restarted in place, pods
+    failed or lost); absent without `kubetrain.io/failure-policy`. Kubeflow's clients ignore it."""
 
 
 class JobCondition(WireModel):

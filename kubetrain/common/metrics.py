@@ -198,6 +198,16 @@ class Metrics:
             "Unexpected errors raised by a job controller's hook (hook=reconcile: a step of the template).",
             ["framework", "hook"], registry=registry,
         )  # fmt: skip
+        self.gang_restarts = Counter(
+            "kubetrain_gang_restarts",
+            "Gang restarts by failure policy (all pods deleted and recreated), by the failure reason.",
+            [*labels, "reason"], registry=registry,
+        )  # fmt: skip
+        self.rank_restarts = Counter(
+            "kubetrain_rank_restarts",
+            "Rank failures a job's failure policy judged (a container restarted in place or a pod failed).",
+            [*labels, "reason", "replica_type"], registry=registry,
+        )  # fmt: skip
         self.jobs_skipped = Counter(
             "kubetrain_jobs_skipped",
             "Reconciles that looked at a job and left it alone, by why: `managed_by` (another controller's).",

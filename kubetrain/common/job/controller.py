@@ -36,6 +36,7 @@ from kubetrain.common.expectations import DEFAULT_EXPECTATIONS_TTL, Expectations
 from kubetrain.common.job.crash import ErrorBudget, failing_hook
 from kubetrain.common.job.extras import ExtraObject
 from kubetrain.common.job.facts import Observed
+from kubetrain.common.job.failurepolicy import FAILURE_POLICY_ANNOTATION, policy_errors
 from kubetrain.common.job.fence import WriteFence
 from kubetrain.common.job.gang import GangScheduling
 from kubetrain.common.job.labels import replica_name
@@ -122,8 +123,10 @@ class JobController(Generic[JobT]):
         self.unwritten = Unwritten()
         self.parsed: ParsedJobs[JobT] = ParsedJobs(cast("type[JobT]", self.kind.model), clock)
         """Each job's spec, parsed and defaulted, reused while unchanged (`kubetrain.common.job.parsed`)."""
-        self._checked: dict[Request, tuple[tuple[str, int, str | None], list[FieldError]]] = {}
-        """`job_errors` of each job, by its uid, generation and service-mode annotation (what they read)."""
+        self._checked: dict[
+            Request, tuple[tuple[str, int, tuple[str | None, str | None]], list[FieldError]]
+        ] = {}
+        """`job_errors` of each job, by its uid, generation, service-mode and failure-policy annotations."""
         self.errors = ErrorBudget()
         """Unexpected errors of each job in a row: after `errors.attempts`, the job fails naming the error."""
         if metrics is not None:  # the family exists before the first error, so alerts on its rate work
@@ -295,12 +298,15 @@ class JobController(Generic[JobT]):
         until its generation (bumped by every spec change) or that annotation changes, so that the
         reconciles of an unchanged job (each status change costs one) do not check it again."""
         meta = job.metadata
-        key = (meta.uid or "", meta.generation or 0, (meta.annotations or {}).get(SERVICE_MODE_ANNOTATION))
+        notes = meta.annotations or {}
+        read = (notes.get(SERVICE_MODE_ANNOTATION), notes.get(FAILURE_POLICY_ANNOTATION))
+        key = (meta.uid or "", meta.generation or 0, read)
         request = Request(meta.namespace or "", meta.name or "")
         known = self._checked.get(request)
         if known is not None and known[0] == key:
             return list(known[1])
         errors = oversized(self.kind, job) or self._mode_errors(job) or list(self.validate(job))
+        errors += policy_errors(meta.annotations, self.replica_types(job))
         if key[0] and key[1]:  # a stored job (a job checked before submission has neither)
             self._checked[request] = (key, errors)
         return list(errors)

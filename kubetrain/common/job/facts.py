@@ -61,6 +61,10 @@ class PodFacts:
     """`deletionTimestamp`: when the grace period of a requested deletion ends."""
     disrupted: bool = False
     """The pod has a `DisruptionTarget=True` condition (preemption, eviction, node shutdown)."""
+    exit_reason: str = ""
+    """Why the main container terminated (`OOMKilled`, `Error`), when it has."""
+    last_exit: tuple[int | None, str] | None = None
+    """Exit code and reason of the main container's previous run (`lastState`), once it restarted."""
 
     @property
     def deleting(self) -> bool:
@@ -85,6 +89,8 @@ class PodFacts:
             restarts=_restarts(status),
             deletion=_TIME.validate_python(deletion) if deletion else None,
             disrupted=_condition(status, "DisruptionTarget"),
+            exit_reason=str((_terminated(pod, main_container, "state") or {}).get("reason") or ""),
+            last_exit=_ended(_terminated(pod, main_container, "lastState")),
         )
 
 
@@ -154,15 +160,29 @@ def _restarts(status: Mapping[str, Any]) -> int:
 
 
 def _exit_code(pod: Mapping[str, Any], main_container: str | None) -> int | None:
+    terminated = _terminated(pod, main_container, "state")
+    if terminated and terminated.get("exitCode") is not None:
+        return int(terminated["exitCode"])
+    return None
+
+
+def _terminated(pod: Mapping[str, Any], main_container: str | None, which: str) -> Mapping[str, Any] | None:
+    """`state.terminated` (or `lastState.terminated`) of the main container: the named one, else the first."""
     containers = (pod.get("spec") or {}).get("containers") or ()
     names = [str(c.get("name", "")) for c in containers]
     target = main_container if main_container in names else (names[0] if names else None)
     for state in (pod.get("status") or {}).get("containerStatuses") or ():
         if state.get("name") == target:
-            terminated = (state.get("state") or {}).get("terminated")
-            if terminated and terminated.get("exitCode") is not None:
-                return int(terminated["exitCode"])
+            terminated: Mapping[str, Any] | None = (state.get(which) or {}).get("terminated")
+            return terminated
     return None
+
+
+def _ended(terminated: Mapping[str, Any] | None) -> tuple[int | None, str] | None:
+    if not terminated:
+        return None
+    code = terminated.get("exitCode")
+    return (int(code) if code is not None else None, str(terminated.get("reason") or ""))
 
 
 def blind_key(resource: Resource, name: str) -> str:

@@ -15,6 +15,7 @@ so that an operator restart or failover changes nothing:
   index failed, under the other policies it is recreated and counts a restart (docs/differences.md);
 - `succeeded`: indices whose pod succeeded: a completed pod may be garbage-collected before the job
   finishes, and must not be run again;
+- `gang`: what a gang failure policy remembers (`kubetrain.common.job.gangstate`); absent without one;
 - `created`: extra objects created without being read back (the MPI SSH Secret: the operator may not
   read Secrets), so that they are created once. Such a creation does not cost a write of its own: it is
   remembered in memory (`Unwritten`) and goes into the ledger with the job's next ledger write. After an
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, final
 
+from kubetrain.common.job.gangstate import GangState
 from kubetrain.common.job.limits import MAX_REPLICAS
 
 __all__ = ["LEDGER_ANNOTATION", "Ledger", "Unwritten", "parse_ranges", "render_ranges"]
@@ -58,6 +60,7 @@ class Ledger:
     started: Indices = field(default_factory=_empty)
     counted: frozenset[str] = frozenset()
     created: frozenset[str] = frozenset()
+    gang: GangState = field(default_factory=GangState)
 
     @classmethod
     def read(cls, annotations: Mapping[str, str]) -> Ledger:
@@ -70,6 +73,7 @@ class Ledger:
                 started=_read_indices(data.get("started")),
                 counted=frozenset(str(u) for u in data.get("counted") or ()),
                 created=frozenset(str(c) for c in data.get("created") or ()),
+                gang=GangState.of(data.get("gang")),
             )
         except (ValueError, TypeError, AttributeError):
             return cls()
@@ -84,6 +88,8 @@ class Ledger:
         for key, names in (("counted", self.counted), ("created", self.created)):
             if names:
                 data[key] = sorted(names)
+        if (gang := self.gang.wire()) is not None:
+            data["gang"] = gang
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
     def with_restarts(self, added: int) -> Ledger:
@@ -109,7 +115,14 @@ class Ledger:
 
     def without_succeeded(self) -> Ledger:
         """Forget what pods did: after a suspension every replica runs again, from scratch."""
-        return Ledger(restarts=self.restarts, created=self.created)
+        return Ledger(restarts=self.restarts, created=self.created, gang=self.gang)
+
+    def with_gang(self, gang: GangState) -> Ledger:
+        return replace(self, gang=gang)
+
+    def for_gang_restart(self, gang: GangState) -> Ledger:
+        """Every index runs again from scratch: none counts as started (lost) or succeeded any more."""
+        return replace(self, gang=gang, succeeded=_empty(), started=_empty(), counted=frozenset())
 
     def indices(self, rtype: str) -> frozenset[int]:
         return self.succeeded.get(rtype, frozenset())

@@ -21,6 +21,7 @@ from kubetrain.common.job.children import ChildWriter
 from kubetrain.common.job.compare import contains
 from kubetrain.common.job.extras import sync_extras
 from kubetrain.common.job.facts import Observed, PodFacts
+from kubetrain.common.job.gangpolicy import GangStep
 from kubetrain.common.job.labels import job_labels
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION, Ledger
 from kubetrain.common.job.limits import CREATES_PER_RECONCILE
@@ -70,6 +71,7 @@ class JobSync(Generic[JobT]):
         self.owner = owner
         self._deleted: set[str] = set()
         self._deleted_services: set[str] = set()
+        self.gang = GangStep(self)  # the job's failure policy, if any (kubetrain.common.job.gangpolicy)
 
     @property
     def finished(self) -> bool:
@@ -89,14 +91,17 @@ class JobSync(Generic[JobT]):
         b.created()
         b.started()
         plans = self.view.plans(self.ledger, self.now)
+        acted = await self.gang.act(plans)
+        if acted.result is not None:
+            return acted.result
         observed = self.view.observed(plans, self._created)
-        stop = self._enforce_limits(plans)
+        stop = acted.failed or self._enforce_limits(plans)
         if not stop:
             self._judge(self.ctl.verdict(self.job, observed), plans)
         if not self.finished:
             await self._write_ledger(plans)
             await self._converge(plans, observed)
-        return await self._conclude(plans, stop_active=stop)
+        return self.gang.sooner(await self._conclude(plans, stop_active=stop))
 
     async def suspend(self) -> Result:
         """Delete every pod, Service and the PodGroup; Suspended=True; completed indices are forgotten."""
@@ -140,7 +145,11 @@ class JobSync(Generic[JobT]):
     def _enforce_limits(self, plans: Plans) -> bool:
         """backoffLimit, then activeDeadlineSeconds: True when one of them failed the job."""
         policy, b = self.job.run_policy, self.builder
-        restarts = self.ledger.restarts + sum(p.restart_units + p.live_restarts for p in plans.values())
+        restarts = (
+            self.ledger.restarts
+            - self.ledger.gang.ignored
+            + sum(p.restart_units + p.live_restarts for p in plans.values())
+        )
         if past_backoff_limit(policy.backoff_limit, restarts):
             return b.backoff_limit_exceeded()
         if deadline_exceeded(b.status.start_time, policy.active_deadline_seconds, self.now):
@@ -232,6 +241,7 @@ class JobSync(Generic[JobT]):
         """Write the status (with any creation failure), then clean up, raise, or say when to look again."""
         b = self.builder
         b.replica_statuses({rtype: plan.counts for rtype, plan in plans.items()}, self.view.selectors())
+        self.gang.into_status(b)
         failures = self.writer.failures
         if failures:
             b.creation_failed(failures[0].kind, failures[0].message)

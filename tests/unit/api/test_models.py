@@ -273,7 +273,8 @@ WIRE_NAMES: list[tuple[type[BaseModel], set[str]]] = [
     ),
     (TrainerStatus, {"progressPercentage", "estimatedRemainingSeconds", "metrics", "lastUpdatedTime"}),
     (TrainerMetric, {"name", "value"}),
-    (ReplicaStatus, {"active", "succeeded", "failed", "labelSelector", "selector"}),
+    # restarts: kubetrain's, set only under a failure policy (docs/failure-policy.md); Kubeflow ignores it
+    (ReplicaStatus, {"active", "succeeded", "failed", "labelSelector", "selector", "restarts"}),
 ]
 
 

@@ -71,10 +71,20 @@ def _entry_points(
     yield "submit", capsys.readouterr().err
 
 
+def _bad_failure_policy() -> dict[str, Any]:
+    job: dict[str, Any] = yaml.safe_load(DDP.read_text())
+    job["metadata"]["annotations"] = {"kubetrain.io/failure-policy": '{"rules": [{"action": "Reboot"}]}'}
+    return job
+
+
 @pytest.mark.parametrize(
     ("job", "field"),
-    [(_mpijob(), MODE), (_elastic_with_a_port_in_rdzv_host(), "spec.elasticPolicy.rdzvHost")],
-    ids=["mpijob-service-mode", "pytorch-rdzv-host"],
+    [
+        (_mpijob(), MODE),
+        (_elastic_with_a_port_in_rdzv_host(), "spec.elasticPolicy.rdzvHost"),
+        (_bad_failure_policy(), "metadata.annotations[kubetrain.io/failure-policy].rules[0].action"),
+    ],
+    ids=["mpijob-service-mode", "pytorch-rdzv-host", "failure-policy"],
 )
 def test_what_the_operator_fails_every_entry_point_refuses(
     job: dict[str, Any], field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
