@@ -56,9 +56,9 @@ _PROGRESS_WRITES = 0.75 * _PROGRESS_QPS
 """The status writes' share of that budget (the rest: the CA ConfigMaps): with more than 150 reporting
 jobs per 10 s interval, the interval grows (500 jobs: 33 s), so the writes never queue."""
 _REVIEW_QPS, _REVIEW_BURST = 20.0, 40
-"""The progress endpoint's TokenReviews (cached a minute per token), with a limit apart from the writes: a
-pod's report is answered once its token is reviewed, so reviews must never queue behind the writes of 500
-jobs (which at 20/s spread each job's writes out, and that only delays progress)."""
+"""The progress endpoint's reads of the issuer's keys and its TokenReviews of the tokens those keys cannot
+settle (`kubetrain.common.progress.review`: at most 32 at once, cached a minute per token), with a limit
+apart from the writes, so that answering a pod never waits behind the writes of 500 jobs."""
 
 
 class ConnectError(KubetrainError):
@@ -241,6 +241,7 @@ class Operator:
             self.config.progress,
             registry=manager.registry,
             reviews=clients.reviews,
+            fetch=(clients.reviews or clients.progress).get_path,
             writes_per_second=_PROGRESS_WRITES,
         )
         manager.add_runnable(service.run)

@@ -101,6 +101,11 @@ class KubeApiClient:
     async def get(self, res: Resource, namespace: str | None, name: str) -> Obj:
         return _with_kind(res, await self._request("GET", res.path(namespace, name)))
 
+    async def get_path(self, path: str) -> Obj:
+        """GET a JSON document that is not an API object (`/.well-known/openid-configuration`,
+        `/openid/v1/jwks`), within this client's rate limit."""
+        return await self._request("GET", path, parse=json.loads)
+
     async def list(
         self,
         res: Resource,

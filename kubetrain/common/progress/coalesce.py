@@ -3,10 +3,13 @@
 Pods may report every second, and a 500-job cluster with several reporting ranks per job would otherwise
 write thousands of statuses a minute. The `Coalescer` keeps only each job's latest accepted report and
 writes it at most once per interval, as a JSON merge patch of `status.trainerStatus` alone, so it never
-touches the conditions the reconciles write. A job's first report is written at once; a report that arrives
-within the interval replaces the one waiting (counted in `kubetrain_progress_coalesced_total`) and is
-written when the interval is over. A report waiting when its job finishes is still written: the last report
-before the end always lands.
+touches the conditions the reconciles write. A report replaces the whole `trainerStatus`: a field it leaves
+out is written as null (`replacing`), as Kubeflow's server-side apply of the whole status does. A job's
+first report is written at once; a report that arrives within the interval replaces the one waiting
+(counted in `kubetrain_progress_coalesced_total`) and is written when the interval is over. A report
+waiting when its job finishes is written by the reconcile that finishes the job, in the same status write
+as the verdict (`pending`, `written`), so the job is never seen finished with an older progress; one that
+comes in meanwhile is written at once (`flush`): the last report before the end always lands.
 
 The interval is `interval` (10 s by default: `--progress-interval`) while few jobs report, and grows with
 their number so that the writes stay within `writes_per_second` (a share of the writes' client budget): N
@@ -36,9 +39,9 @@ from datetime import datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
-from pydantic import ValidationError
 
 from kubetrain.api import KindInfo, TrainerStatus
+from kubetrain.api.trainerstatus import from_report, replacing
 from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.errors import ApiError
 from kubetrain.common.kube.client import ApiClient
@@ -72,14 +75,12 @@ class Received:
 
 
 def parse_report(received: Received) -> TrainerStatus | None:
-    """The `trainerStatus` of a body `{"trainerStatus": {...}}` within bounds, stamped with its arrival;
-    None for anything else."""
+    """The `trainerStatus` of a body `{"trainerStatus": {...}}` (`from_report`), stamped with its arrival;
+    None for anything else (a body nested too deep for the parser included)."""
     try:
         document: Any = json.loads(received.body)
-        report = dict(document["trainerStatus"])
-        report["lastUpdatedTime"] = received.at
-        return TrainerStatus.model_validate(report)
-    except (ValueError, KeyError, TypeError, ValidationError):
+        return from_report(document, received.at)
+    except (ValueError, TypeError, RecursionError):
         return None
 
 
@@ -193,6 +194,33 @@ class Coalescer:
             self._written_at.pop(key, None)
             self._wake.set()
 
+    @property
+    def final_reports(self) -> Coalescer:
+        """This coalescer as the `FinalReports` of `ProgressInjection`."""
+        return self
+
+    def pending(self, key: JobKey) -> TrainerStatus | None:
+        """The job's report waiting to be written (parsed, if kept as received; an invalid one is dropped
+        and counted), or None."""
+        report = self._pending.get(key)
+        if report is None:
+            return None
+        status = self._parsed(key, report)
+        if status is None:
+            del self._pending[key]
+        else:
+            self._pending[key] = status
+        return status
+
+    def written(self, key: JobKey, status: TrainerStatus) -> None:
+        """`status` was written with the job's verdict (`FinalReports`): it no longer waits, unless a newer
+        report has replaced it meanwhile."""
+        if self._pending.get(key) is status:
+            del self._pending[key]
+            self._written_at[key] = self._clock.monotonic()
+            self._writes.labels("written").inc()
+            self._gauges.show(key, status)
+
     def forget(self, key: JobKey) -> None:
         """The job is gone: drop what waits for it and its write time (bounded memory)."""
         self._pending.pop(key, None)
@@ -245,7 +273,7 @@ class Coalescer:
         return status
 
     async def _write(self, key: JobKey, status: TrainerStatus) -> None:
-        patch = {"status": {"trainerStatus": status.to_wire()}}
+        patch = {"status": {"trainerStatus": replacing(status)}}
         try:
             await self._api.patch(key.resource, key.namespace, key.name, patch, subresource="status")
         except ApiError as error:

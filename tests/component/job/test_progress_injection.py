@@ -1,5 +1,5 @@
-"""Pods of a reporting job get the KEP-2779 env and the projected token+CA volume; a job can opt out, and
-an operator without a progress endpoint injects nothing."""
+"""Pods of a reporting job get Kubeflow Trainer's env and the projected token+CA volume, the token with the
+job's own audience; a job can opt out, and an operator without a progress endpoint injects nothing."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ async def test_every_container_of_every_new_pod_gets_the_env_and_the_volume(clus
         (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == VOLUME]
         token, ca = volume["projected"]["sources"]
         assert token["serviceAccountToken"] == {
-            "audience": "kt-progress",
+            "audience": f"kt-progress/{group}/{version}/namespaces/ns/{plural}/toy/status",
             "expirationSeconds": 3600,
             "path": "token",
         }
@@ -36,12 +36,12 @@ async def test_every_container_of_every_new_pod_gets_the_env_and_the_volume(clus
         assert ca["configMap"]["optional"] is True, "a pod never waits for the CA to start training"
         for container in pod["spec"]["containers"]:
             env = _env(container)
-            assert env["KUBEFLOW_TRAINER_STATUS_URL"] == (
+            assert env["KUBEFLOW_TRAINER_SERVER_URL"] == (
                 f"https://kubetrain-progress.kubetrain-system.svc:8443/apis/{group}/{version}"
                 f"/namespaces/ns/{plural}/toy/status"
             )
-            assert env["KUBEFLOW_TRAINER_STATUS_TOKEN"] == f"{MOUNT_PATH}/token"
-            assert env["KUBEFLOW_TRAINER_STATUS_CA_CERT"] == f"{MOUNT_PATH}/ca.crt"
+            assert env["KUBEFLOW_TRAINER_SERVER_TOKEN"] == f"{MOUNT_PATH}/token"
+            assert env["KUBEFLOW_TRAINER_SERVER_CA_CERT"] == f"{MOUNT_PATH}/ca.crt"
             assert {"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True} in container["volumeMounts"]
 
 
@@ -56,4 +56,4 @@ async def test_a_job_can_opt_out_and_no_endpoint_means_no_injection(cluster: Clu
     assert len(pods) == 4  # a leader and a worker of each job
     for pod in pods.values():
         assert VOLUME not in {v["name"] for v in pod["spec"].get("volumes") or ()}, pod["metadata"]["name"]
-        assert not any("KUBEFLOW_TRAINER_STATUS_URL" in _env(c) for c in pod["spec"]["containers"])
+        assert not any("KUBEFLOW_TRAINER_SERVER_URL" in _env(c) for c in pod["spec"]["containers"])
