@@ -54,6 +54,8 @@ class Reporter:
         """Its wire form, made when first needed."""
         self._had_created = condition(status, JobConditionType.CREATED) is not None
         self._reported = 0
+        self._final: TrainerStatus | None = None
+        """The job's last progress report, once a write of this reconcile has finished the job."""
 
     async def write(self, builder: StatusBuilder, *, children: ChildWriter | None = None) -> None:
         """Patch the status if it differs from the last written one, then report its transitions.
@@ -62,11 +64,10 @@ class Reporter:
         if builder.status is not self._status:  # else nothing changed, and there is nothing to compare
             written = self._written if self._written is not None else _wire(self._status)
             final = self._final_progress(builder)
-            status = (
-                builder.status
-                if final is None
-                else builder.status.model_copy(update={"trainer_status": final})
-            )
+            self._final = final or self._final  # later writes of this reconcile keep it
+            status = builder.status
+            if self._final is not None:
+                status = status.model_copy(update={"trainer_status": self._final})
             new = status.to_wire()
             if new != written:
                 patch = {"metadata": {"resourceVersion": self._rv}, "status": merge_diff(written, new)}

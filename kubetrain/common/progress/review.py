@@ -50,6 +50,11 @@ class ReviewBudget:
         self.turned_away = 0
         """Tokens refused because `max_pending` reviews were under way."""
 
+    @property
+    def running(self) -> int:
+        """Reviews under way."""
+        return len(self._running)
+
     async def review(self, token: str, audience: str) -> Identity | None:
         key = hashlib.sha256(f"{audience}\n{token}".encode()).digest()
         cached = self._answers.get(key)
