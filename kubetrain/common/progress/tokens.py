@@ -14,8 +14,9 @@ token itself (OIDC, go-oidc), and so does this module, with PyJWT:
   its `extra`), None for a token it refuses, or `UNSETTLED` for one the keys cannot settle: another issuer
   (the API server may accept several), a key id still unknown after a refresh, or no keys yet (the API
   server unreachable at start). Only those go to a TokenReview (`kubetrain.common.progress.review`).
-PyJWT needs `cryptography` for RS256 and ES256, which takes about 9 MiB once imported: it is imported with
-the first keys, so an operator that serves no progress endpoint never loads it.
+PyJWT needs `cryptography` for RS256 and ES256, which takes about 9 MiB once imported: the documents are
+read at start as plain JSON, and PyJWT imported with the first token to verify, so an operator whose pods
+do not report (or that serves no progress endpoint) never loads it.
 """
 
 from __future__ import annotations
@@ -64,14 +65,25 @@ class IssuerKeys:
         self._fetch, self._clock = fetch, clock or SystemClock()
         self._refresh, self._min_gap = refresh, min_gap
         self.issuer: str | None = None
+        self._jwks: dict[str, Obj] = {}
+        """The keys as read, by key id."""
         self._keys: dict[str, Any] = {}
+        """The `jwt.PyJWK` of each key id asked for so far (None: one PyJWT cannot use)."""
         self._loaded_at: float | None = None
         self._loading: asyncio.Task[None] | None = None
         self.loads = 0
         """Reads of the keys so far (successful or not)."""
 
     def key(self, kid: str) -> Any | None:
-        """The `jwt.PyJWK` of `kid`, or None."""
+        """The `jwt.PyJWK` of `kid`, or None (also for a key PyJWT cannot use)."""
+        if kid not in self._keys and kid in self._jwks:
+            import jwt  # noqa: PLC0415  (with cryptography: only once a token is verified)
+
+            try:
+                self._keys[kid] = jwt.PyJWK.from_dict(self._jwks[kid])
+            except (jwt.PyJWKError, jwt.InvalidKeyError) as err:
+                log.warning("service-account key %s cannot be used: %s", kid, err)
+                self._keys[kid] = None
         return self._keys.get(kid)
 
     async def load(self) -> None:
@@ -86,23 +98,25 @@ class IssuerKeys:
         self._loading = None
 
     async def _load(self) -> None:
-        import jwt  # noqa: PLC0415  (with cryptography: only once the endpoint verifies tokens)
-
         self.loads += 1
         self._loaded_at = self._clock.monotonic()
         try:
             discovery = await self._fetch(DISCOVERY_PATH)
-            keys = jwt.PyJWKSet.from_dict(await self._fetch(JWKS_PATH))
-        except (ApiError, jwt.PyJWKSetError, ValueError) as err:
+            keys = (await self._fetch(JWKS_PATH)).get("keys")
+        except ApiError as err:
             log.warning("cannot read the service-account issuer's keys from the API server: %s", err)
             return
+        jwks = {str(k["kid"]): k for k in keys or () if isinstance(k, dict) and k.get("kid")}
+        if not jwks:
+            log.warning("the API server's JWKS lists no usable key")
+            return
         self.issuer = str(discovery.get("issuer") or "") or None
-        self._keys = {k.key_id: k for k in keys.keys if k.key_id}
-        log.info("service-account issuer %s: %d signing keys", self.issuer, len(self._keys))
+        self._jwks, self._keys = jwks, {k: v for k, v in self._keys.items() if k in jwks}
+        log.info("service-account issuer %s: %d signing keys", self.issuer, len(self._jwks))
 
     async def refresh_for(self, kid: str) -> None:
         """A token names `kid`, unknown: read the keys again, unless they were read within `min_gap`."""
-        if kid in self._keys:
+        if kid in self._jwks:
             return
         if self._loaded_at is None or self._clock.monotonic() - self._loaded_at >= self._min_gap:
             await self.load()
@@ -112,7 +126,7 @@ class IssuerKeys:
         known), until cancelled."""
         while True:
             await self.load()
-            await self._clock.sleep(self._refresh if self._keys else self._min_gap)
+            await self._clock.sleep(self._refresh if self._jwks else self._min_gap)
 
 
 class TokenVerifier:

@@ -6,6 +6,8 @@ tier's (test_progress_tokens.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -128,3 +130,21 @@ async def test_a_rotated_key_is_read_at_once_and_unknown_ones_at_most_once_per_g
     await clock.advance(30.0)
     assert await verifier.verify(server.token("made-up"), AUDIENCE) is UNSETTLED
     assert keys.loads == 3
+
+
+def test_reading_the_keys_loads_neither_pyjwt_nor_cryptography() -> None:
+    """At rest (no report yet) the operator stays small: PyJWT and cryptography come with the first token."""
+    script = (
+        "import asyncio, sys\n"
+        "from kubetrain.common.progress.tokens import IssuerKeys, TokenVerifier\n"
+        "async def fetch(path):\n"
+        "    return {'issuer': 'https://x'} if 'well-known' in path else {'keys': [{'kid': 'k', 'kty': 'RSA',"
+        " 'n': 'sXch', 'e': 'AQAB', 'alg': 'RS256'}]}\n"
+        "keys = IssuerKeys(fetch)\n"
+        "asyncio.run(keys.load())\n"
+        "TokenVerifier(keys)\n"
+        "assert keys.issuer == 'https://x'\n"
+        "print(sorted(m for m in ('jwt', 'cryptography') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
