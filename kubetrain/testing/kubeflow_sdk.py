@@ -2,8 +2,8 @@
 
 The SDKs (kubeflow-training 1.9.x, the Training Operator's client; kubeflow 0.5.0, the Trainer SDK whose
 `update_trainjob_status` reports a pod's progress) require kubernetes<36 while kubetrain needs 37, so they
-live in a venv of their own and tests run them as subprocesses: `$KUBETRAIN_KUBEFLOW_SDK_DIR` when set, otherwise
-`${XDG_CACHE_HOME:-~/.cache}/kubetrain/kubeflow-sdk/<hash of tools/kubeflow-sdk/requirements.txt>`.
+live in a venv of their own and tests run them as subprocesses: `$KUBETRAIN_KUBEFLOW_SDK_DIR` when set,
+otherwise `${XDG_CACHE_HOME:-~/.cache}/kubetrain/kubeflow-sdk/<hash of tools/kubeflow-sdk/requirements.txt>`.
 """
 
 from __future__ import annotations
