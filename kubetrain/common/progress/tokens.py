@@ -141,8 +141,8 @@ class TokenVerifier:
         try:
             header = jwt.get_unverified_header(token)
             issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
-        except jwt.InvalidTokenError:
-            return None  # not a JWT at all: no issuer would take it
+        except (jwt.InvalidTokenError, ValueError, RecursionError):
+            return None  # not a JWT at all (or JSON nested past the parser): no issuer would take it
         kid = header.get("kid")
         if self._keys.issuer is None or issuer != self._keys.issuer or not isinstance(kid, str):
             return UNSETTLED

@@ -6,6 +6,7 @@ tier's (test_progress_tokens.py)."""
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 import time
@@ -107,6 +108,10 @@ async def test_a_forged_signature_and_junk_are_refused(server: ApiServer) -> Non
     assert await verifier.verify(forged, AUDIENCE) is None
     assert await verifier.verify("not-a-jwt", AUDIENCE) is None
     assert await verifier.verify("[[[[.[[[[.[[[[", AUDIENCE) is None
+    nested = base64.urlsafe_b64encode(b"[" * 5000).decode().rstrip("=")
+    assert await verifier.verify(f"{nested}.{nested}.x", AUDIENCE) is None, "no RecursionError escapes"
+    header = base64.urlsafe_b64encode(b'{"alg":"RS256","kid":"k1"}').decode().rstrip("=")
+    assert await verifier.verify(f"{header}.{nested}.x", AUDIENCE) is None
 
 
 async def test_another_issuer_or_no_keys_is_left_to_a_token_review(server: ApiServer) -> None:
