@@ -41,7 +41,7 @@ HEAVY = (
 )
 _IMPORT_PROBE = """
 import sys
-import kubetrain.cli.operator_app
+import kubetrain.cli.operator.app
 rss = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS:')) / 1024
 heavy = [m for m in {heavy!r} if m in sys.modules]
 print(f"{{rss:.1f}} {{','.join(heavy)}}")
@@ -102,7 +102,7 @@ def main() -> int:
     lines = [
         "| what | RSS MiB | notes |",
         "|---|---|---|",
-        f"| `import kubetrain.cli.operator_app` | {imported:.1f} | heavy modules loaded: {heavy} |",
+        f"| `import kubetrain.cli.operator.app` | {imported:.1f} | heavy modules loaded: {heavy} |",
         f"| operator ready, idle (median of {len(rss)}; {endpoints}) | {sorted(rss)[len(rss) // 2]:.1f} | "
         f"min {min(rss):.1f}, max {max(rss):.1f}; target <= 50 |",
     ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the test command from empty caches, as README.md's "A cold run" was measured: empties every cache
+# Measures the test command from empty caches, as the cold run in docs/contributing/testing.md was measured: empties every cache
 # the project keeps or fills (Go's module and build caches, ~/.cache/kubetrain with the real node's
 # containerd store, pip's, uv's and mypy's caches, podman's whole store), clones this repository's HEAD into
 # a temporary directory and runs `CI=true bash .ci/run` there under /usr/bin/time. Debian's packages stay

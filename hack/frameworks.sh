@@ -19,7 +19,7 @@
 #   the same machine) install it in seconds. What is built is what the MPIJob examples use: torch over MPI
 #   (mpirun starts the ranks). Not gloo (horovodrun's own launcher, 105 more C++ files), not TensorFlow
 #   (that half no longer compiles against TF 2.21), and no debug info (Release, not RelWithDebInfo), which
-#   took the cold build from about 1,500 s to the figure in README.md on 2 cores.
+#   took the cold build from about 1,500 s to about 470 s on 2 cores.
 # Environment: KUBETRAIN_NO_MPICH=1 skips MPICH; KUBETRAIN_NO_HOROVOD=1 skips Horovod (its runtime test then
 # fails); KUBETRAIN_FRAMEWORKS_FORCE=1 reinstalls.
 set -euo pipefail

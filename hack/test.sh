@@ -101,7 +101,7 @@ phase "generated CRDs";     kubetrain crds --check
 # arguments, one session runs them (e.g. `bash hack/test.sh tests/unit -x`).
 PYTEST_GROUPS=(
   "tests/node tests/e2e tests/unit tests/component"
-  "tests/integration tests/chaos tests/ecosystem"
+  "tests/integration tests/chaos tests/ecosystem tests/hostile"
   "tests/runtime"
 )
 set +e

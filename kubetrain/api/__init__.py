@@ -46,6 +46,7 @@ from kubetrain.api.kinds import (
     XGBOOSTJOB,
     AnyJob,
     KindInfo,
+    ValidationRule,
     kind_info,
     lookup_kind,
 )
@@ -153,6 +154,7 @@ __all__ = [
     "TrainerMetric",
     "TrainerStatus",
     "TrainingJob",
+    "ValidationRule",
     "Volume",
     "VolumeMount",
     "WireModel",

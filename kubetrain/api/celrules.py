@@ -218,3 +218,18 @@ def add_rules(info: KindInfo, schema: Schema) -> None:
         _pytorch_rules(spec)
     elif info is MPIJOB:
         _mpi_rules(specs)
+    _own_rules(info, schema)
+
+
+def _own_rules(info: KindInfo, schema: Schema) -> None:
+    """The kind's `KindInfo.validations`, each at the node its `at` names."""
+    for own in info.validations:
+        node: Schema | None = schema
+        for name in filter(None, own.at.split(".")):
+            node = (node or {}).get("properties", {}).get(name)
+        if node is None:
+            raise ValueError(
+                f"{info.kind} KindInfo.validations: at={own.at!r} names no field of the {info.kind} schema; "
+                f"write a dotted path of wire names, e.g. 'spec' or 'spec.{info.replica_specs_field}'"
+            )
+        _add(node, _rule(own.rule, own.message, own.field_path))

@@ -37,6 +37,7 @@ __all__ = [
     "XGBOOSTJOB",
     "AnyJob",
     "KindInfo",
+    "ValidationRule",
     "kind_info",
     "lookup_kind",
 ]
@@ -51,6 +52,23 @@ AnyJob = TFJob | PyTorchJob | JAXJob | XGBoostJob | PaddleJob | MPIJob
 
 def _empty() -> Mapping[str, Any]:
     return MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidationRule:
+    """A CEL rule of one's own kind, which its CRD carries (`x-kubernetes-validations`): the API server checks
+    it when a job is created or changed, and refuses a job that breaks it with `message`, at `kubectl apply`,
+    as it refuses the built-in kinds' bad jobs.
+
+    `at` is the dotted path of wire names to the schema node the rule is attached to: "" is the job itself,
+    "spec", "spec.sleepReplicaSpecs"; `self` in `rule` is that node. `field_path` (relative to `at`, e.g.
+    ".replicas") is the field the API server's error names; the message should name it too, and the fix.
+    """
+
+    rule: str
+    message: str
+    at: str = ""
+    field_path: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +121,8 @@ class KindInfo:
     """The replica type the CRD's scale subresource scales (`kubectl scale`, HPA); None: no subresource."""
     required_types: tuple[str, ...] = ()
     """The replica types every job must have (MPIJob's Launcher, XGBoostJob's Master); empty: none."""
+    validations: tuple[ValidationRule, ...] = ()
+    """CEL rules of the kind's own, placed in its CRD beside kubetrain's (name, replica types, run policy)."""
     label_prefix: str = ""
     """The prefix of the labels on the kind's pods and Services (`job-name`, `replica-type`, ...), ending
     in `/`. Default: Kubeflow's `training.kubeflow.org/` for a kind in `kubeflow.org`, else `<group>/`."""

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from kubetrain.api.meta import Int32, Int64, Time, WireModel
-from kubetrain.runtimes.contract.progress import MAX_METRIC_NAME, MAX_METRIC_VALUE, MAX_METRICS
+from kubetrain.podcontract.progress import MAX_METRIC_NAME, MAX_METRIC_VALUE, MAX_METRICS
 
 __all__ = [
     "MAX_METRICS",

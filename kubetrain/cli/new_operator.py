@@ -11,7 +11,7 @@ from typing import Any
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.cli.scaffold import ProjectNames, write_project
 
-__all__ = ["register"]
+__all__ = ["behind_import_hook", "register"]
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -46,4 +46,20 @@ def _new_operator(args: argparse.Namespace) -> int:
         print(f"kubetrain new-operator: {err}", file=sys.stderr)
         return int(ExitCode.USAGE)
     print(f"wrote {len(written)} files to {directory}; next: cd {directory} && pytest && mypy")
+    if behind_import_hook():
+        print(_IMPORT_HOOK_NOTE, file=sys.stderr)
     return int(ExitCode.OK)
+
+
+_IMPORT_HOOK_NOTE = (
+    "note: this kubetrain is an editable install reached through an import hook, which mypy cannot follow: "
+    "the project's mypy would report kubetrain as missing. Reinstall it from its checkout "
+    "(`pip install -e .` there, or `bash hack/setup.sh`), which now installs it as a plain path."
+)
+
+
+def behind_import_hook() -> bool:
+    """Whether kubetrain is found through setuptools' editable-install finder (not a path mypy reads)."""
+    return any(
+        getattr(finder, "__module__", "").startswith("__editable___kubetrain") for finder in sys.meta_path
+    )

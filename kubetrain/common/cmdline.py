@@ -1,40 +1,85 @@
-"""`run(MyController)`: an operator's `main`, with the flags every operator has.
+"""`run(MyController)`: an operator's `main`, with the flags every operator has, declared once.
 
     --kubeconfig PATH  --context NAME        credentials (default: in-cluster, $KUBECONFIG, ~/.kube/config)
     --namespace NS (repeatable)               the namespaces watched (default: all)
-    --leader-elect  --leader-election-namespace NS  --leader-election-id NAME
-    --health-probe-bind-address [HOST]:PORT   /healthz /readyz /metrics (default :8081; 0: off)
-    --metrics-bind-address [HOST]:PORT        a second listener for Prometheus (default 0: off)
+    --workers N                               jobs of one kind reconciled at once
+    --leader-elect[=true|false]  --leader-election-namespace NS  --leader-election-id NAME
+    --leader-election-lease-duration/-renew-deadline/-retry-period SECONDS
+    --health-probe-bind-address [HOST]:PORT   /healthz /readyz, never /metrics (default :8081; 0: off)
+    --metrics-bind-address [HOST]:PORT        /metrics, for Prometheus (0: not served)
     --metrics-secure=true|false  --metrics-cert-path DIR   HTTPS with each scrape checked (default true)
-    --workers N  --log-level LEVEL
+    --log-format json|text  --log-level LEVEL
+    --kueue-integration auto|none|KIND[,KIND...]  --kueue-config NAMESPACE/NAME   (docs/ecosystem.md)
 
 The flag names are controller-runtime's, so a Deployment written for a kubebuilder operator reads the
-same. `run` returns the process exit code: 0 after a clean stop, 1 when the operator cannot start or must
-stop, 2 for a bad flag (argparse's own).
+same. `kubetrain operator` is built on the same declarations (`add_operator_flags`, its own defaults in a
+`FlagDefaults`, each flag placed in its help section), and adds the flags of the built-in kinds. `run`
+returns the process exit code: 0 after a clean stop, 1 when the operator cannot start or must stop, 2 for
+a bad flag (argparse's own).
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, final
 
-from kubetrain.common.errors import LeadershipLost
-from kubetrain.common.job import JobController
-from kubetrain.common.leader import LeaderElectionConfig, default_identity
-from kubetrain.common.logs import ContextFilter
-from kubetrain.common.metricsauth import MetricsSetupError
-from kubetrain.common.operator import Address, ConnectError, Operator, OperatorConfig
+from kubetrain.common.flagvalues import BoolFlag, FlagError, leader_election, parse_address, parse_namespaces
+from kubetrain.common.kueue.integration import AUTO, DEFAULT_KUEUE_CONFIG, check_config_name, parse_setting
+from kubetrain.common.logformat import LogFormat, configure_logging
 
-__all__ = ["config_from_args", "operator_parser", "parse_address", "run"]
+if TYPE_CHECKING:  # imported where used: `kubetrain --help` builds these flags and runs no operator
+    from kubetrain.common.job import JobController
+    from kubetrain.common.operator import OperatorConfig
+
+__all__ = [
+    "DEFAULTS",
+    "FlagDefaults",
+    "Section",
+    "add_operator_flags",
+    "config_from_args",
+    "operator_parser",
+    "parse_address",
+    "run",
+]
 
 log = logging.getLogger("kubetrain.operator")
 
-_SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request)s] %(message)s"
+
+class Section(StrEnum):
+    """The part of a help page a flag belongs in (`kubetrain operator --help` shows them as groups)."""
+
+    CONNECTION = "connection"
+    SCOPE = "scope"
+    ELECTION = "election"
+    ENDPOINTS = "endpoints"
+    LOGGING = "logging"
+    KUEUE = "kueue"
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlagDefaults:
+    """The defaults of the flags every operator has, as typed on a command line."""
+
+    workers: int = 1
+    leader_elect: bool = False
+    lease_name: str | None = None
+    """None: the first kind's operator name."""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    health_address: str = ":8081"
+    metrics_address: str = "0"
+    log_format: LogFormat = LogFormat.TEXT
+    log_level: str = "info"
+
+
+DEFAULTS = FlagDefaults()
 
 
 def run(
@@ -42,14 +87,21 @@ def run(
 ) -> int:
     """Run `controllers` as an operator configured by the command line `argv` (default: `sys.argv[1:]`)
     until SIGTERM or SIGINT; returns the exit code, for `sys.exit(run(MyController))`."""
+    from kubetrain.common.errors import LeadershipLost  # noqa: PLC0415  (see the imports)
+    from kubetrain.common.metricsauth import MetricsSetupError  # noqa: PLC0415
+    from kubetrain.common.operator import ConnectError, Operator  # noqa: PLC0415
+
     names = ", ".join(cls.kind.kind for cls in controllers)
-    parser = operator_parser(prog=prog, description=f"Runs the operator of {names}.")
+    lease_name = controllers[0].kind.operator_name
+    defaults = replace(DEFAULTS, lease_name=lease_name)
+    parser = operator_parser(prog=prog, description=f"Runs the operator of {names}.", defaults=defaults)
     args = parser.parse_args(argv)
     try:
-        config = config_from_args(args, lease_name=controllers[0].kind.operator_name)
+        parse_setting(args.kueue_integration, [cls.kind.kind for cls in controllers])
+        config = config_from_args(args, lease_name=lease_name)
     except ValueError as err:
         parser.error(str(err))
-    _configure_logging(args.log_level)
+    configure_logging(LogFormat(args.log_format), args.log_level)
     try:
         Operator(controllers, config).main()
     except (ConnectError, LeadershipLost, MetricsSetupError, OSError, RuntimeError) as err:
@@ -58,97 +110,184 @@ def run(
     return 0
 
 
-def operator_parser(*, prog: str | None = None, description: str | None = None) -> argparse.ArgumentParser:
+def operator_parser(
+    *, prog: str | None = None, description: str | None = None, defaults: FlagDefaults = DEFAULTS
+) -> argparse.ArgumentParser:
     """The parser of the flags every operator has (add your own to it)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    add = parser.add_argument
-    add("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
-    add("--context", help="kubeconfig context (default: the current one)")
-    add("--namespace", action="append", help="watch this namespace only (repeatable; default: all)")
-    add("--leader-elect", action="store_true", help="campaign for a Lease; only the leader reconciles")
-    add("--leader-election-namespace", help="namespace of the Lease (default: the pod's own)")
-    add("--leader-election-id", help="the Lease's name (default: the first kind's operator name)")
-    add("--health-probe-bind-address", default=":8081", help="[HOST]:PORT of /healthz /readyz; 0: off")
-    add("--metrics-bind-address", default="0", help="[HOST]:PORT of a second /metrics listener; 0: off")
-    add(
-        "--metrics-secure",
-        type=_bool,
-        default=True,
-        metavar="true|false",
-        help="serve --metrics-bind-address over HTTPS, each scrape checked by TokenReview and "
-        "SubjectAccessReview (default: true)",
+    return add_operator_flags(parser, defaults=defaults)
+
+
+def add_operator_flags(
+    parser: argparse.ArgumentParser,
+    *,
+    defaults: FlagDefaults = DEFAULTS,
+    sections: Mapping[Section, argparse._ActionsContainer] | None = None,
+) -> argparse.ArgumentParser:
+    """Add the flags every operator has to `parser`, each in its section's group where `sections` has
+    one (else at the top level), with `defaults`; returns `parser`."""
+
+    def add(section: Section, *names: str, **options: Any) -> None:
+        (sections or {}).get(section, parser).add_argument(*names, **options)
+
+    lease = defaults.lease_name or "the first kind's operator name"
+    elect = (
+        "true; --leader-elect=false or --no-leader-elect to run without" if defaults.leader_elect else "false"
     )
-    add("--metrics-cert-path", metavar="DIR", help="tls.crt and tls.key for /metrics (default: self-signed)")
-    add("--workers", type=int, default=1, help="jobs of each kind reconciled at once")
-    add("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    add(
+        Section.CONNECTION,
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (default: in-cluster ServiceAccount, else $KUBECONFIG, else ~/.kube/config)",
+    )
+    add(
+        Section.CONNECTION,
+        "--context",
+        metavar="NAME",
+        help="kubeconfig context (default: its current context)",
+    )
+    add(
+        Section.SCOPE,
+        "--namespace",
+        action="append",
+        metavar="NS",
+        help="watch only this namespace; repeat (or comma-separate) for several (default: all namespaces)",
+    )
+    add(
+        Section.SCOPE,
+        "--workers",
+        type=int,
+        default=defaults.workers,
+        metavar="N",
+        help="jobs of one kind reconciled at the same time (default: %(default)d)",
+    )
+    add(
+        Section.ELECTION,
+        "--leader-elect",
+        dest="leader_elect",
+        action=BoolFlag,
+        default=defaults.leader_elect,
+        help=f"hold a Lease so that of several replicas only one acts (default: {elect})",
+    )
+    add(
+        Section.ELECTION,
+        "--no-leader-elect",
+        dest="leader_elect",
+        action="store_false",
+        help=argparse.SUPPRESS,
+    )
+    add(
+        Section.ELECTION,
+        "--leader-election-namespace",
+        metavar="NS",
+        help="namespace of the Lease (default: $POD_NAMESPACE, else the in-cluster ServiceAccount's)",
+    )
+    add(
+        Section.ELECTION,
+        "--leader-election-id",
+        default=defaults.lease_name,
+        metavar="NAME",
+        help=f"name of the Lease (default: {lease})",
+    )
+    for name, default, what in (
+        ("lease-duration", defaults.lease_duration, "standbys wait this long for an unrenewed Lease"),
+        ("renew-deadline", defaults.renew_deadline, "the leader stops acting if it cannot renew this long"),
+        ("retry-period", defaults.retry_period, "time between tries to take or renew the Lease"),
+    ):
+        add(
+            Section.ELECTION,
+            f"--leader-election-{name}",
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"{what} (default: %(default)g)",
+        )
+    add(
+        Section.ENDPOINTS,
+        "--health-probe-bind-address",
+        default=defaults.health_address,
+        metavar="[HOST]:PORT",
+        help="serves /healthz and /readyz (never /metrics); 0 disables (default: %(default)s)",
+    )
+    add(
+        Section.ENDPOINTS,
+        "--metrics-bind-address",
+        default=defaults.metrics_address,
+        metavar="[HOST]:PORT",
+        help="the listener of /metrics, the port Prometheus scrapes; 0: not served (default: %(default)s)",
+    )
+    add(
+        Section.ENDPOINTS,
+        "--metrics-secure",
+        action=BoolFlag,
+        default=True,
+        help="serve /metrics over HTTPS, each scrape authenticated by TokenReview and authorized by "
+        "SubjectAccessReview (get on the nonResourceURL /metrics); --metrics-secure=false serves plain, "
+        "open HTTP (default: true)",
+    )
+    add(
+        Section.ENDPOINTS,
+        "--metrics-cert-path",
+        metavar="DIR",
+        help="directory holding tls.crt and tls.key for /metrics (default: a self-signed pair made at start)",
+    )
+    add(
+        Section.LOGGING,
+        "--log-format",
+        choices=[str(f) for f in LogFormat],
+        default=str(defaults.log_format),
+        help="json: one object per line, for log collectors; text: for people (default: %(default)s)",
+    )
+    add(
+        Section.LOGGING,
+        "--log-level",
+        type=str.lower,
+        choices=["debug", "info", "warning", "error"],
+        default=defaults.log_level,
+        help="(default: %(default)s)",
+    )
+    add(
+        Section.KUEUE,
+        "--kueue-integration",
+        default=AUTO,
+        metavar="auto|none|KIND[,KIND...]",
+        help="the kinds whose queued jobs (label kueue.x-k8s.io/queue-name) this operator admits through "
+        "Kueue itself: auto (default) = those Kueue's configuration does not integrate itself; none; or a "
+        "comma list of kinds",
+    )
+    add(
+        Section.KUEUE,
+        "--kueue-config",
+        default=DEFAULT_KUEUE_CONFIG,
+        metavar="NAMESPACE/NAME",
+        help="Kueue's ConfigMap, read by --kueue-integration=auto (default: %(default)s)",
+    )
     return parser
 
 
-def config_from_args(args: argparse.Namespace, *, lease_name: str) -> OperatorConfig:
+def config_from_args(
+    args: argparse.Namespace, *, lease_name: str, environ: Mapping[str, str] | None = None
+) -> OperatorConfig:
     """The `OperatorConfig` of parsed flags (the Lease is `lease_name` unless --leader-election-id names
-    one); a ValueError names the bad flag and the fix."""
+    one); a FlagError (a ValueError) names the bad flag and the fix."""
+    from kubetrain.common.operator import OperatorConfig  # noqa: PLC0415  (see the imports)
+
     if args.workers < 1:
-        raise ValueError(f"--workers={args.workers}: must be 1 or more")
+        raise FlagError(f"--workers={args.workers}: must be 1 or more")
+    check_config_name(args.kueue_config)
+    env = os.environ if environ is None else environ
     return OperatorConfig(
         kubeconfig=args.kubeconfig,
         context=args.context,
-        namespaces=tuple(args.namespace) if args.namespace else None,
-        leader_election=_election(args, lease_name) if args.leader_elect else None,
+        namespaces=parse_namespaces(args.namespace),
+        leader_election=leader_election(args, lease_name=lease_name, environ=env)
+        if args.leader_elect
+        else None,
         health_address=parse_address("--health-probe-bind-address", args.health_probe_bind_address),
         metrics_address=parse_address("--metrics-bind-address", args.metrics_bind_address),
         metrics_secure=args.metrics_secure,
         metrics_cert_path=args.metrics_cert_path,
         workers=args.workers,
+        kueue_integration=args.kueue_integration,
+        kueue_config=args.kueue_config,
     )
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"{text!r}: write true or false")
-
-
-def parse_address(flag: str, text: str) -> Address | None:
-    """`[HOST]:PORT` (IPv6 as `[::1]:8080`) -> (host, port); `0` -> None (off). ValueError names `flag`."""
-    text = text.strip()
-    if text == "0":
-        return None
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
-        raise ValueError(f"{flag}={text!r}: write [HOST]:PORT, e.g. :8081 or 127.0.0.1:8081, or 0 to disable")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if host and host != "localhost":
-        try:
-            ipaddress.ip_address(host)
-        except ValueError as err:
-            raise ValueError(f"{flag}={text!r}: the host must be an IP address or empty (all)") from err
-    return host, int(port_text)
-
-
-def _election(args: argparse.Namespace, lease_name: str) -> LeaderElectionConfig:
-    namespace = args.leader_election_namespace or os.environ.get("POD_NAMESPACE") or _own_namespace()
-    if not namespace:
-        raise ValueError("--leader-election-namespace is needed outside a cluster: name the Lease's one")
-    return LeaderElectionConfig(
-        namespace=namespace, name=args.leader_election_id or lease_name, identity=default_identity()
-    )
-
-
-def _own_namespace() -> str:
-    try:
-        with open(_SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as file:
-            return file.read().strip()
-    except OSError:
-        return ""
-
-
-def _configure_logging(level: str) -> None:
-    handler = logging.StreamHandler()
-    handler.addFilter(ContextFilter())
-    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(level)
-    logging.getLogger("asyncio").setLevel(logging.WARNING)

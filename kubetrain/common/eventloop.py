@@ -2,7 +2,7 @@
 
 uvloop is libuv's loop with its TLS transport written in Cython: the operator's time goes mostly into
 its requests and watch streams (TLS reads and writes, loop callbacks), which asyncio runs in Python. The
-difference on 500 MPIJobs is in bench/README.md.
+bench's `operator_scale.py` run once on each loop shows the difference.
 
 `KUBETRAIN_EVENT_LOOP=asyncio` runs asyncio's loop instead (to compare the two, or to rule the loop out
 when chasing a bug); a value other than `uvloop` or `asyncio` is refused before anything starts.

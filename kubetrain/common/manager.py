@@ -1,8 +1,8 @@
 """Runs an operator process: shared informers, controllers, leader election, health and metrics, shutdown.
 
 Order of life:
-1. The HTTP server starts (`/healthz`, `/readyz`, `/metrics`) and every informer starts listing,
-   leader or not, so that a standby has a warm cache when it takes over.
+1. The HTTP servers start (`/healthz` `/readyz` on the probe port, `/metrics` on its own) and every
+   informer starts listing, leader or not, so that a standby has a warm cache when it takes over.
 2. Once every informer has synced, the process is ready; with leader election it then campaigns
    (a standby is ready too: readiness means "healthy and able to lead").
 3. While leading (or always, without election), every controller runs.
@@ -65,9 +65,10 @@ class Manager:
     `api` serves informers and controllers; `leader_api` (a separate client with its own rate limit)
     serves leader election. `namespace` scopes every informer by default: None (cluster-wide), one
     namespace, or several (one list+watch per namespace behind each informer, for an operator whose
-    rights stop at those namespaces). `http_address=None` disables the HTTP server (tests); port 0 picks
-    a free port (`http_port`). `metrics_address`, when set, is a second listener (`metrics_port`) for
-    Prometheus, so that scraping and probing can use different ports (it answers the same paths).
+    rights stop at those namespaces). `http_address=None` disables the probe server (/healthz /readyz;
+    tests); port 0 picks a free port (`http_port`). `metrics_address`, when set, is the listener of
+    /metrics (`metrics_port`, guarded by `metrics_guard`, over `metrics_tls`), which also answers the probe
+    paths; None: /metrics is not served at all (the probe port never serves it: it has no guard).
     `sync_patience` (seconds) goes to every informer: see the module docstring; None, the default, lets
     informers retry for ever.
     """
@@ -109,8 +110,8 @@ class Manager:
         )
         lease = leader_election.name if leader_election else None
         self._lease_gauge = self.metrics.leader_status.labels(lease) if lease else None
-        # a guarded /metrics is not also served, unguarded, on the probe port
-        probes = HealthServer(self.registry, self.is_ready, serve_metrics=metrics_guard is None)
+        # /metrics only ever on its own listener, as guarded as it is configured: never open on the probe port
+        probes = HealthServer(self.registry, self.is_ready, serve_metrics=False)
         self._server = probes if http_address else None
         self._http_address = http_address
         self._metrics_server = (

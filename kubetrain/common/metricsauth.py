@@ -3,8 +3,10 @@
 By default the metrics listener serves HTTPS (a self-signed pair made at start, or the `tls.crt` and
 `tls.key` of a certificate directory), and a scrape is served only to a bearer token that the API server
 accepts (TokenReview) and that RBAC lets `get` the nonResourceURL `/metrics` (SubjectAccessReview): the
-shipped ClusterRole `kubetrain-metrics-reader` grants it. Not secure: plain, open HTTP, for those who
-front the listener otherwise.
+shipped ClusterRole `kubetrain-metrics-reader` grants it. The reviews go through `api`, the operator's
+client for reviews (never the controllers'), a few at a time (`_REVIEWS`, `_BACKLOG`). Not secure
+(`--metrics-secure=false`, the one way to opt out): plain, open HTTP on the metrics port, for those who
+front the listener otherwise. The probe port never serves /metrics.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.servingcert import serving_context
 
 __all__ = ["MetricsSecurity", "MetricsSetupError", "metrics_security"]
+
+_REVIEWS, _BACKLOG = 2, 8
+"""TokenReviews of scrapers' tokens at once, and more waiting: a Prometheus scrapes with one token (cached a
+minute), so more distinct tokens than this at once are a flood, answered 503 at once (docs/metrics.md)."""
 
 
 @dataclass(frozen=True)
@@ -48,4 +54,5 @@ async def metrics_security(*, secure: bool, cert_path: str | None, api: ApiClien
         raise MetricsSetupError(str(err), usage=True) from err
     except RuntimeError as err:
         raise MetricsSetupError(str(err), usage=False) from err
-    return MetricsSecurity(BearerGuard(TokenAuthenticator(api), AccessAuthorizer(api)), tls)
+    reviews = TokenAuthenticator(api, concurrency=_REVIEWS, backlog=_BACKLOG)
+    return MetricsSecurity(BearerGuard(reviews, AccessAuthorizer(api)), tls)

@@ -10,9 +10,12 @@ Lease, `/healthz` `/readyz` `/metrics`), and stops cleanly on SIGTERM or SIGINT:
 flags (`kubetrain.common.flags`). Subclasses adjust one step: `prepare` (checks before the manager starts)
 or `add_controller` (how a controller is built on the manager).
 
-Three API clients, each with its own rate limit: one for the controllers and informers, one for Events (as
+API clients, each with its own rate limit: one for the controllers and informers, one for Events (as
 client-go's broadcaster has: Events never delay pod writes, nor wait behind them), one for leader election
-(Lease renewals never queue behind reconcile traffic).
+(Lease renewals never queue behind reconcile traffic), one for the progress endpoint's writes, and one for
+the reviews of callers' tokens (TokenReview, SubjectAccessReview) of /metrics and the progress endpoint:
+anyone who can reach those ports can send tokens, and their reviews must never take the controllers'
+budget (`kubetrain.common.kube.authn`: bounded in concurrency and backlog, cancelled with the request).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from kubetrain.common.errors import KubetrainError
 from kubetrain.common.events import EventRecorder, KubeEventRecorder
 from kubetrain.common.job import JobController, add_job_controller
 from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.common.kueue import AUTO, DEFAULT_KUEUE_CONFIG, KueueIntegration, parse_setting
+from kubetrain.common.kueue import resolve as resolve_kueue
 from kubetrain.common.leader import LeaderElectionConfig
 from kubetrain.common.manager import Manager
 from kubetrain.common.metrics import Metrics
@@ -56,9 +61,11 @@ _PROGRESS_WRITES = 0.75 * _PROGRESS_QPS
 """The status writes' share of that budget (the rest: the CA ConfigMaps): with more than 150 reporting
 jobs per 10 s interval, the interval grows (500 jobs: 33 s), so the writes never queue."""
 _REVIEW_QPS, _REVIEW_BURST = 20.0, 40
-"""The progress endpoint's reads of the issuer's keys and its TokenReviews of the tokens those keys cannot
-settle (`kubetrain.common.progress.review`: at most 32 at once, cached a minute per token), with a limit
-apart from the writes, so that answering a pod never waits behind the writes of 500 jobs."""
+"""The reviews of callers' tokens (cached a minute per token; `TokenAuthenticator`: a few at once, a
+bounded backlog) and the progress endpoint's reads of the issuer's keys, with a limit apart from the
+controllers' and the progress writes': a pod's report is answered once its token is verified (by the keys,
+or else a review), so neither may queue behind the writes of 500 jobs, and a stranger's junk tokens on
+/metrics must never queue in front of a reconcile."""
 
 
 class ConnectError(KubetrainError):
@@ -77,12 +84,12 @@ class OperatorConfig:
     leader_election: LeaderElectionConfig | None = None
     """None: no leader election (run a single replica)."""
     health_address: Address | None = ("", 8081)
-    """`/healthz` `/readyz` `/metrics` (host "" is every address); None: no HTTP server."""
+    """`/healthz` `/readyz` (host "" is every address); None: no probe server."""
     metrics_address: Address | None = None
-    """A second listener for Prometheus; None: none."""
+    """The listener of `/metrics` for Prometheus; None: /metrics is not served (never on the probe port)."""
     metrics_secure: bool = True
     """The metrics listener serves HTTPS, each scrape checked by TokenReview and SubjectAccessReview
-    (`kubetrain.common.metricsauth`); False: plain, open HTTP, and the probe listener serves /metrics too."""
+    (`kubetrain.common.metricsauth`); False: plain, open HTTP there (an explicit opt-out)."""
     metrics_cert_path: str | None = None
     """A directory with tls.crt and tls.key for the metrics listener; None: a self-signed pair made at
     start."""
@@ -101,6 +108,10 @@ class OperatorConfig:
     """With a value (seconds), an informer that cannot fill its cache at start-up stops the operator:
     `serve()` raises its `CacheSyncError` (`kubetrain.common.Manager`); None: informers retry for ever."""
     user_agent: str = f"kubetrain-operator/{__version__}"
+    kueue_integration: str = AUTO
+    """`--kueue-integration`: `auto`, `none`, or a comma list of kinds (`kubetrain.common.kueue`)."""
+    kueue_config: str = DEFAULT_KUEUE_CONFIG
+    """`--kueue-config`: Kueue's ConfigMap, NAMESPACE/NAME, read by `auto`."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +124,8 @@ class Clients:
     progress: KubeApiClient | None = None
     """The progress endpoint's writes (never waiting behind reconciles), when it is served."""
     reviews: KubeApiClient | None = None
-    """The progress endpoint's TokenReviews (never waiting behind its writes); None: `progress`."""
+    """The reviews of callers' tokens for /metrics and the progress endpoint (never waiting behind the
+    controllers' requests or the progress writes, nor in front of them); None when neither checks tokens."""
 
 
 class Operator:
@@ -135,6 +147,8 @@ class Operator:
         self.manager: Manager | None = None
         self.progress: ProgressService | None = None
         """The training-progress endpoint, once built (when `config.progress` is set)."""
+        self.kueue: KueueIntegration | None = None
+        """The Kueue integration, decided at start-up from `config.kueue_integration` (None: off)."""
 
     def main(self) -> None:
         """Run until SIGTERM or SIGINT, in a new event loop (uvloop's where installed: `eventloop.run`)."""
@@ -156,16 +170,17 @@ class Operator:
             leader = None
             if config.leader_election:
                 leader = await self._connect(_LEADER_QPS, _LEADER_BURST, opened)
+            secure_metrics = config.metrics_secure and config.metrics_address is not None
             progress = reviews = None
             if config.progress:
                 progress = await self._connect(_PROGRESS_QPS, _PROGRESS_BURST, opened)
+            if config.progress or secure_metrics:
                 reviews = await self._connect(_REVIEW_QPS, _REVIEW_BURST, opened)
             clients = Clients(api, leader, events, progress, reviews)
             await self.prepare(clients)
+            self.kueue = await self.resolve_kueue(clients.api)
             security = await metrics_security(
-                secure=config.metrics_secure and config.metrics_address is not None,
-                cert_path=config.metrics_cert_path,
-                api=api,
+                secure=secure_metrics, cert_path=config.metrics_cert_path, api=reviews or api
             )
             manager = self.manager = self.build(clients, security)
             manager.add_runnable(lambda: _announce_ready(manager, started, stopper))
@@ -180,6 +195,12 @@ class Operator:
 
     async def prepare(self, clients: Clients) -> None:
         """Checks before the manager starts (the built-in operator reads its Lease). Default: none."""
+
+    async def resolve_kueue(self, api: KubeApiClient) -> KueueIntegration | None:
+        """Which kinds' queued jobs this operator admits through Kueue (`--kueue-integration`)."""
+        kinds = [cls.kind for cls in self.controllers]
+        setting = parse_setting(self.config.kueue_integration, [k.kind for k in kinds])
+        return await resolve_kueue(api, setting, kinds, config=self.config.kueue_config)
 
     def build(self, clients: Clients, security: MetricsSecurity | None = None) -> Manager:
         """The manager, with an Event recorder per kind and every controller added to it; `security`
@@ -227,6 +248,7 @@ class Operator:
             workers=config.workers,
             child_event_delay=config.child_event_delay,
             progress=self.progress.injection if self.progress else None,
+            kueue=self.kueue,
         )
 
     def _progress(self, clients: Clients, manager: Manager) -> ProgressService | None:

@@ -2,7 +2,7 @@
 
 What is JAX-specific, and only that:
 
-- **Env** on every container of every pod, rendered by `kubetrain.runtimes.contract.JaxEnv` (the code the
+- **Env** on every container of every pod, rendered by `kubetrain.podcontract.JaxEnv` (the code the
   pods parse it with): `PYTHONUNBUFFERED=1`, `COORDINATOR_ADDRESS` (worker 0's address relative to the
   namespace, which the pod's DNS search path resolves: `<job>-worker-0.<job>` under the job's Service,
   the training-operator's `<job>-worker-0` under per-replica Services), `COORDINATOR_PORT` (the Worker's
@@ -26,7 +26,7 @@ from kubetrain.common.job.decider import decider_verdict, is_decider_pod
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.settings import ConfiguredJobController
-from kubetrain.runtimes.contract import JaxEnv
+from kubetrain.podcontract import JaxEnv
 
 __all__ = ["JAXJobController", "jax_env"]
 

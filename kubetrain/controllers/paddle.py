@@ -5,7 +5,7 @@ What is Paddle-specific, and only that:
 - **Mode**: collective when the job has no Master replica type (the Workers train, worker 0 serves the
   launcher's rendezvous); parameter-server when it has one (the Masters are the servers, the Workers the
   trainers, Master 0 serves the rendezvous).
-- **Env** on every container of every pod, rendered by `kubetrain.runtimes.contract.PaddleEnv` (the code the
+- **Env** on every container of every pod, rendered by `kubetrain.podcontract.PaddleEnv` (the code the
   pods parse it with): `PYTHONUNBUFFERED=1`, `PADDLE_JOB_ID` (the job's name), `PADDLE_NNODES` (every
   replica), `PADDLE_MASTER` (the rendezvous pod's address relative to the namespace and its `master`
   port, 36543 by default: `<job>-worker-0.<job>` or `<job>-master-0.<job>` under the job's Service, the
@@ -37,7 +37,7 @@ from kubetrain.common.job.decider import decider_verdict
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.settings import ConfiguredJobController
-from kubetrain.runtimes.contract import PaddleEnv, PaddleRole
+from kubetrain.podcontract import PaddleEnv, PaddleRole
 
 __all__ = ["PaddleJobController", "paddle_env"]
 

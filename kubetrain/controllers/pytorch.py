@@ -2,7 +2,7 @@
 
 What is PyTorch-specific, and only that:
 
-- **Env** on every container of every pod, rendered by `kubetrain.runtimes.contract.TorchEnv` (the code the
+- **Env** on every container of every pod, rendered by `kubetrain.podcontract.TorchEnv` (the code the
   pods parse it with): `PYTHONUNBUFFERED=1`; with a Master replica, `MASTER_ADDR`/`PET_MASTER_ADDR`
   (the master's address: `<job>-master-0.<job>` under the job's Service, Kubeflow's `<job>-master-0` under
   per-replica Services), `MASTER_PORT`/`PET_MASTER_PORT` (the Master's `pytorchjob-port`), `WORLD_SIZE`
@@ -23,7 +23,7 @@ What is PyTorch-specific, and only that:
 
 Differences from Kubeflow (deliberate):
 
-- The env must read back as rendered (`kubetrain.runtimes.contract`): an rdzvHost with a port, or an
+- The env must read back as rendered (`kubetrain.podcontract`): an rdzvHost with a port, or an
   rdzvConf key or value that the `k=v,k2=v2` form cannot carry, fails the job with
   `PyTorchJobFailedValidation` naming the field. Kubeflow passes them on and torchrun fails in every pod.
 - A pod that failed for good under restartPolicy `ExitCode` (exit code 1-127) fails the job. Kubeflow's
@@ -49,7 +49,7 @@ from kubetrain.common.job.decider import all_succeeded, decider_type, decider_ve
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import HPAS, Obj
 from kubetrain.controllers.settings import ConfiguredJobController
-from kubetrain.runtimes.contract import ContractError, MasterEnv, RendezvousEnv, TorchEnv, names
+from kubetrain.podcontract import ContractError, MasterEnv, RendezvousEnv, TorchEnv, names
 
 __all__ = ["INIT_CONTAINER_NAME", "PyTorchJobController", "nproc_per_node", "resolved_nproc", "torch_env"]
 

@@ -9,7 +9,7 @@ What is TensorFlow-specific, and only that:
   Kubeflow's `<job>-<type>-<i>.<namespace>.svc[...]:<port>`),
   the port being the type's `tfjob-port` (2222 by default); the task is the pod's own type and index;
   `environment` is `cloud`. Under `enableDynamicWorker` it is Kubeflow's sparse form instead (a ps sees
-  itself, a worker sees every ps and itself). `kubetrain.runtimes.contract.TFConfig` renders the document:
+  itself, a worker sees every ps and itself). `kubetrain.podcontract.TFConfig` renders the document:
   the same code the pods parse it with.
 - **Who decides**: a Chief (or its older name, Master) when the job has one, else the workers. The decider's
   first pod carries `job-role=master`.
@@ -37,8 +37,8 @@ from kubetrain.common.job.containers import replica_port, set_pod_env
 from kubetrain.common.job.decider import all_succeeded, decider_type, decider_verdict, is_decider_pod
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.settings import ConfiguredJobController
-from kubetrain.runtimes.contract import TFConfig, TFTask
-from kubetrain.runtimes.contract.names import TF_CONFIG
+from kubetrain.podcontract import TFConfig, TFTask
+from kubetrain.podcontract.names import TF_CONFIG
 
 __all__ = ["HostOf", "TFJobController", "is_distributed", "tf_cluster", "tf_config"]
 
@@ -53,6 +53,7 @@ class TFJobController(ConfiguredJobController[TFJob]):
 
     kind = TFJOB
     framework = "tensorflow"
+    podset_order = ("Chief", "Master", "PS", "Worker", "Evaluator")  # Kueue's TFJob integration's order
     _last_cluster: tuple[TFJob, Mapping[str, tuple[str, ...]]] | None = None
 
     def configure_pod(self, job: TFJob, rtype: str, index: int, pod: Obj) -> Obj:

@@ -2,7 +2,7 @@
 
 What is XGBoost-specific, and only that:
 
-- **Env** on every container of every pod, rendered by `kubetrain.runtimes.contract.XGBoostEnv` (the code the
+- **Env** on every container of every pod, rendered by `kubetrain.podcontract.XGBoostEnv` (the code the
   pods parse it with): `PYTHONUNBUFFERED=1`, `MASTER_ADDR` (the master's address: `<job>-master-0.<job>`
   under the job's Service, Kubeflow's `<job>-master-0` under per-replica Services), `MASTER_PORT` (the
   Master's `xgboostjob-port`, 9999 by default), `WORLD_SIZE` (every replica of the job), `RANK` (the master
@@ -33,7 +33,7 @@ from kubetrain.common.job.decider import decider_verdict, is_decider_pod
 from kubetrain.common.job.services import replica_address
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.settings import ConfiguredJobController
-from kubetrain.runtimes.contract import XGBoostEnv
+from kubetrain.podcontract import XGBoostEnv
 
 __all__ = ["XGBoostJobController", "xgboost_env"]
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.runtimes.contract import JaxEnv
+from kubetrain.podcontract import JaxEnv
 
 __all__ = ["DEFAULT_TIMEOUT_S", "JaxContext", "distributed", "init_distributed", "shutdown"]
 

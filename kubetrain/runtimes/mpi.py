@@ -13,8 +13,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kubetrain.runtimes.contract import ContractError, Hostfile, MPIImplementation, MPIProcess
-from kubetrain.runtimes.contract.names import HOSTFILE_PATH
+from kubetrain.podcontract import ContractError, Hostfile, MPIImplementation, MPIProcess
+from kubetrain.podcontract.names import HOSTFILE_PATH
 
 __all__ = ["allreduce_mean", "implementation", "init_horovod", "process", "read_hostfile", "world"]
 

@@ -18,8 +18,8 @@ import os
 import sys
 from typing import Any, NoReturn
 
-from kubetrain.runtimes.contract import ContractError, StrategyKind, TFConfig, TFReplicaType
-from kubetrain.runtimes.contract.names import TF_CONFIG, TF_USE_LEGACY_KERAS
+from kubetrain.podcontract import ContractError, StrategyKind, TFConfig, TFReplicaType
+from kubetrain.podcontract.names import TF_CONFIG, TF_USE_LEGACY_KERAS
 
 __all__ = ["configure_keras", "is_server_task", "make_strategy", "serve"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from kubetrain.runtimes.contract import ContractError, TorchProcess
-from kubetrain.runtimes.contract.values import format_host_port
+from kubetrain.podcontract import ContractError, TorchProcess
+from kubetrain.podcontract.values import format_host_port
 
 __all__ = ["Backend", "DeviceChoice", "DistContext", "destroy", "distributed", "init_distributed"]
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.runtimes.contract import XGBoostEnv
+from kubetrain.podcontract import XGBoostEnv
 
 __all__ = ["DEFAULT_TIMEOUT_S", "XGBoostContext", "collective", "tracker_args", "worker_args"]
 

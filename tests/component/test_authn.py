@@ -23,6 +23,7 @@ from kubetrain.common.kube.authn import (
     Identity,
     NonResourceAccess,
     ResourceAccess,
+    ReviewsBusy,
     TokenAuthenticator,
     bearer_token,
     token_expiry,
@@ -100,6 +101,68 @@ async def test_requests_with_a_token_under_review_wait_for_that_one_review() -> 
     assert len(api.sent) == 1, "one TokenReview for ten requests carrying the token"
     assert await auth.authenticate("tok") == found[0]  # and then cached
     assert len(api.sent) == 1
+
+
+class GatedApi:
+    """Reviews that wait until `answer` is set; counts the requests in flight, and those cancelled."""
+
+    def __init__(self) -> None:
+        self.answer = asyncio.Event()
+        self.in_flight = self.most = self.cancelled = self.sent = 0
+
+    async def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        self.sent += 1
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await self.answer.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        finally:
+            self.in_flight -= 1
+        return {**body, "status": {"authenticated": False}}
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_reviews_are_bounded_and_a_new_token_past_the_backlog_is_refused_at_once() -> None:
+    """Issue 35, defects 2 and 3: every junk token cost a TokenReview, queued without bound."""
+    api = GatedApi()
+    auth = authenticator(api, FakeClock(), concurrency=2, backlog=3)  # type: ignore[arg-type]
+    callers = [asyncio.ensure_future(auth.authenticate(f"junk-{n}")) for n in range(5)]
+    await settle()
+    assert (api.in_flight, auth.reviewing) == (2, 5), "two reviews at once, three waiting for a slot"
+    with pytest.raises(ReviewsBusy):
+        await auth.authenticate("junk-5")
+    joined = asyncio.ensure_future(auth.authenticate("junk-4"))  # a token under review is no new work
+    api.answer.set()
+    assert await asyncio.gather(*callers, joined) == [None] * 6
+    assert (api.sent, api.most, auth.reviewing) == (5, 2, 0)
+    assert await auth.authenticate("junk-0") is None and api.sent == 5, "a refusal is cached"
+
+
+async def test_a_review_is_cancelled_when_its_last_caller_gives_up() -> None:
+    """A request whose client went away takes its review with it, whether in flight or waiting."""
+    api = GatedApi()
+    auth = authenticator(api, FakeClock(), concurrency=1, backlog=1)  # type: ignore[arg-type]
+    in_flight = [asyncio.ensure_future(auth.authenticate("a")) for _ in range(2)]
+    waiting = asyncio.ensure_future(auth.authenticate("b"))
+    await settle()
+    assert (api.sent, auth.reviewing) == (1, 2)
+    in_flight[0].cancel()
+    await settle()
+    assert api.cancelled == 0, "another caller still waits for the review of a"
+    in_flight[1].cancel()
+    waiting.cancel()
+    await settle()
+    assert (api.cancelled, api.in_flight, auth.reviewing) == (1, 0, 0)
+    assert api.sent == 1, "the review of b never went out"
+    api.answer.set()
+    assert await auth.authenticate("c") is None  # the slots are free again
 
 
 async def test_answers_are_cached_for_a_minute_refused_ones_too() -> None:

@@ -132,7 +132,7 @@ async def test_an_endpoint_that_raises_is_a_500_and_is_logged(caplog: pytest.Log
         reply = await exchange(reader, writer, get("/readyz"))
         assert (reply.status, reply.body) == (500, b"500: Internal Server Error")
         assert (await exchange(reader, writer, get("/healthz"))).body == b"ok", "the connection goes on"
-    ours = [r for r in caplog.records if r.name == "kubetrain.common.httpserver"]
+    ours = [r for r in caplog.records if r.name == "kubetrain.common.listener"]
     logged = [str(r.exc_info[1]) for r in ours if r.exc_info]
     assert logged == ["the manager is confused"], "the traceback is logged"
 
@@ -260,7 +260,7 @@ async def test_an_idle_kept_alive_connection_is_closed_after_the_timeout() -> No
 
 def handlers() -> list[asyncio.Task[object]]:
     """The server's connection handlers still running."""
-    serving = "HealthServer._serve"
+    serving = "Listener._serve"
     return [t for t in asyncio.all_tasks() if getattr(t.get_coro(), "__qualname__", "") == serving]
 
 
@@ -272,9 +272,15 @@ async def test_stop_with_connections_open_returns_promptly_and_closes_them(
         silent_reader, silent_writer = await asyncio.open_connection("127.0.0.1", server.port)
         await asyncio.sleep(0.05)
         assert len(handlers()) == 2
+        # asyncio's callback on a handler's task, which logs how it ended if it raised or was cancelled, was
+        # added when the task was made; ours, added now, run after it: once they have, it has spoken.
+        ended: list[asyncio.Task[object]] = []
+        for task in handlers():
+            task.add_done_callback(ended.append)
         async with asyncio.timeout(1.0):  # not wait_for: its own task would give the handlers time to end
             await server.stop()
         assert handlers() == [], "stop() returns once the handlers are done"
+        assert len(ended) == 2, "stop() returns once the handlers' callbacks have run"
         assert await closed_by_server(idle_reader, within=1.0)
         assert await closed_by_server(silent_reader, within=1.0)
         silent_writer.close()
@@ -282,7 +288,6 @@ async def test_stop_with_connections_open_returns_promptly_and_closes_them(
             await silent_writer.wait_closed()
         with pytest.raises(ConnectionRefusedError):
             await asyncio.open_connection("127.0.0.1", server.port)
-    await asyncio.sleep(0.05)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 

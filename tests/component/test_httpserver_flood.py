@@ -14,11 +14,12 @@ from http import HTTPStatus
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from test_httpserver import Connection, exchange, get, serving
+from test_httpserver import Connection, closed_by_server, exchange, get, serving
 
 from kubetrain.common.httpserver import HealthServer
 
 FLOOD = 3000
+PER_PEER = 8  # connections the server keeps from one address
 PROBE_TIMEOUT = 1.0  # the kubelet's default timeoutSeconds
 
 
@@ -28,12 +29,12 @@ async def probe_from(server: HealthServer, address: str) -> Connection:
 
 async def test_probes_are_answered_while_a_pod_holds_thousands_of_connections() -> None:
     loop = asyncio.get_running_loop()
-    async with serving() as server:
+    async with serving(per_peer=PER_PEER) as server:
         kept = await probe_from(server, "127.0.0.2")  # a probe connection opened before the flood
-        flood: list[asyncio.StreamWriter] = []
+        flood: list[Connection] = []
         try:
             for n in range(FLOOD):
-                flood.append((await asyncio.open_connection("127.0.0.1", server.port))[1])
+                flood.append(await asyncio.open_connection("127.0.0.1", server.port))
                 if n % 500 == 499:  # probes during the flood: on the kept connection and on new ones
                     started = loop.time()
                     assert (await exchange(*kept, get("/healthz"))).status == 200
@@ -41,11 +42,19 @@ async def test_probes_are_answered_while_a_pod_holds_thousands_of_connections() 
                     assert (await exchange(*fresh, get("/readyz"))).status == 200
                     fresh[1].close()
                     assert loop.time() - started < PROBE_TIMEOUT
-            live = sum(1 for w in flood if not w.transport.is_closing())
-            assert live >= FLOOD - 10, "the client side holds them all (the server closes all but a few)"
+            await assert_only_the_newest_are_kept(flood)
         finally:
-            for writer in [*flood, kept[1]]:
+            for writer in [*(w for _, w in flood), kept[1]]:
                 writer.close()
+
+
+async def assert_only_the_newest_are_kept(flood: list[Connection]) -> None:
+    """The flood reached the server and was capped: it closed every connection of the flooding address but
+    the newest PER_PEER, which it still serves."""
+    closed = await asyncio.gather(*(closed_by_server(reader) for reader, _ in flood[:-PER_PEER]))
+    assert closed.count(False) == 0, f"{closed.count(False)} of the oldest connections are still open"
+    for reader, writer in flood[-PER_PEER:]:
+        assert (await exchange(reader, writer, get("/healthz"))).status == 200
 
 
 class ThreadRecorder(Collector):
@@ -79,9 +88,17 @@ async def test_metrics_are_served_only_past_the_guard() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         with contextlib.closing(writer):
             refused = await exchange(reader, writer, get("/metrics", "GET", "Authorization: Bearer bad"))
+            assert await closed_by_server(reader), "a refusal closes its connection"
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        with contextlib.closing(writer):
             served = await exchange(reader, writer, get("/metrics", "GET", "Authorization: Bearer good"))
             probe = await exchange(reader, writer, get("/healthz"))
-    assert (refused.status, served.status, probe.status) == (403, 200, 200)
+    assert (refused.status, refused.headers["connection"], served.status, probe.status) == (
+        403,
+        "close",
+        200,
+        200,
+    )
     assert b"kubetrain_test_pings_total" in served.body and b"kubetrain" not in refused.body
     assert seen == [("Bearer bad", "/metrics"), ("Bearer good", "/metrics")], "probes are not guarded"
 

@@ -41,11 +41,11 @@ async def test_health_ready_and_metrics_endpoints() -> None:
     clock = FakeClock()
     api = InMemoryApiClient(clock=clock)
     api.fail("list", ServerError("etcd is starting"))
-    manager, seen = build(api, clock, http_address=("127.0.0.1", 0))
+    manager, seen = build(api, clock, http_address=("127.0.0.1", 0), metrics_address=("127.0.0.1", 0))
     task = asyncio.ensure_future(manager.run())
     for _ in range(100):
         await asyncio.sleep(0.01)
-        if manager.http_port:
+        if manager.http_port and manager.metrics_port:
             break
     base = f"http://127.0.0.1:{manager.http_port}"
     async with aiohttp.ClientSession() as http:
@@ -59,6 +59,8 @@ async def test_health_ready_and_metrics_endpoints() -> None:
         await api.create(PODS, "ns", {"metadata": {"name": "p"}})
         await settle()
         async with http.get(f"{base}/metrics") as r:
+            assert r.status == 404, "the probe port has no guard: it never serves /metrics"
+        async with http.get(f"http://127.0.0.1:{manager.metrics_port}/metrics") as r:
             text = await r.text()
     assert seen.requests == [Request("ns", "p")]
     assert 'controller_runtime_reconcile_total{controller="pods",result="success"} 1.0' in text

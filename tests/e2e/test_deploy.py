@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from kubetrain.cli.operator import build_operator_parser
-from kubetrain.cli.operator_options import options_from_args, parse_address
+from kubetrain.cli.operator.options import options_from_args, parse_address
 from kubetrain.testing import ControlPlane
 from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import wait_until

@@ -35,7 +35,7 @@ import pytest
 
 from kubetrain.api import KINDS, KindInfo
 from kubetrain.api.crd import custom_resource_definition
-from kubetrain.cli.operator_kubeflow import FLAGS, TRAINING_OPERATOR
+from kubetrain.cli.operator.kubeflow import FLAGS, TRAINING_OPERATOR
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION
 from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION
 from kubetrain.testing import ControlPlane, FakeNode, KubectlError, Outcome
@@ -543,7 +543,7 @@ def test_every_intended_difference_is_documented() -> None:
 
 # ------------------------------------------------------------------------------------------- its flags
 def test_the_flag_table_names_every_flag_of_the_training_operator(era: Era) -> None:
-    """kubetrain.cli.operator_kubeflow.FLAGS against the built binary's own `--help`."""
+    """kubetrain.cli.operator.kubeflow.FLAGS against the built binary's own `--help`."""
     binary = find_peer("training-operator").binary
     shown = subprocess.run([str(binary), "--help"], capture_output=True, text=True, check=False)
     names = set(re.findall(r"^\s+-(\S+)", shown.stdout + shown.stderr, re.MULTILINE))

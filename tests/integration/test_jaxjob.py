@@ -14,7 +14,7 @@ import pytest
 from kubetrain.api import JAXJOB
 from kubetrain.common.kube.resources import SERVICES
 from kubetrain.controllers.jax import JAXJobController
-from kubetrain.runtimes.contract import JaxEnv
+from kubetrain.podcontract import JaxEnv
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kubectl import KubectlError
 from kubetrain.testing.kwok import Outcome

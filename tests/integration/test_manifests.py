@@ -105,6 +105,16 @@ ALLOWED = [
     "create horizontalpodautoscalers.autoscaling in team-x",
     f"create leases.coordination.k8s.io in {SYSTEM}",
     f"update leases.coordination.k8s.io named kubetrain-operator in {SYSTEM}",
+    # Kueue (docs/ecosystem.md): the Workloads it makes and drives, what it reads to place and rank them
+    "create workloads.kueue.x-k8s.io in team-x",
+    "watch workloads.kueue.x-k8s.io",
+    "patch workloads.kueue.x-k8s.io in team-x",
+    "patch workloads.kueue.x-k8s.io/status in team-x",
+    "get resourceflavors.kueue.x-k8s.io",
+    "list resourceflavors.kueue.x-k8s.io",
+    "get workloadpriorityclasses.kueue.x-k8s.io",
+    "list priorityclasses.scheduling.k8s.io",
+    "get configmaps named kueue-manager-config in kueue-system",
 ]
 DENIED = [
     "create pods/exec in team-x",
@@ -127,6 +137,12 @@ DENIED = [
     "list nodes",
     "create jobs.batch in team-x",  # the MPIJob launcher is a Pod, not a batch Job
     "create podgroups.scheduling.volcano.sh in team-x",
+    "delete workloads.kueue.x-k8s.io in team-x",  # the garbage collector deletes a Workload with its job
+    "update workloads.kueue.x-k8s.io/status in team-x",
+    "create resourceflavors.kueue.x-k8s.io",
+    "patch workloadpriorityclasses.kueue.x-k8s.io",
+    "watch resourceflavors.kueue.x-k8s.io",
+    "create localqueues.kueue.x-k8s.io in team-x",
     "create podgroups.scheduling.x-k8s.io in team-x",
 ]
 
@@ -224,3 +240,22 @@ def test_the_volcano_overlay_adds_only_podgroups(control_plane: ControlPlane, ba
         assert not can(control_plane, OPERATOR, "create podgroups.scheduling.x-k8s.io in team-x")
     finally:
         remove(control_plane, extra)
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/namespaced", "overlays/volcano"])
+def test_the_network_policy_is_valid_and_stored_as_shipped(
+    control_plane: ControlPlane, base: list[Obj], overlay: str
+) -> None:
+    """The API server validates the shipped NetworkPolicy (named ports, selectors) and keeps it as written:
+    a server-side dry run of each install's policy, and the base's policy read back."""
+    (policy,) = [o for o in render(control_plane, MANIFESTS / overlay) if o["kind"] == "NetworkPolicy"]
+    policy["metadata"]["namespace"] = SYSTEM  # the overlays' own namespaces do not exist here
+    text = json.dumps(policy)
+    control_plane.kubectl(
+        "apply", "--dry-run=server", "--server-side", "--field-manager=kubetrain-test", "-f", "-", input=text
+    )
+    stored = json.loads(
+        control_plane.kubectl("get", "networkpolicy", "kubetrain-operator", "-n", SYSTEM, "-o", "json").stdout
+    )
+    (shipped,) = [o for o in base if o["kind"] == "NetworkPolicy"]
+    assert stored["spec"] == shipped["spec"]

@@ -24,7 +24,7 @@ import yaml
 from kubetrain.common.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Obj
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.controllers.mpi import MPIJobController
-from kubetrain.runtimes.contract import Hostfile, MPIImplementation
+from kubetrain.podcontract import Hostfile, MPIImplementation
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome, outcome_annotations
 from kubetrain.testing.operator import InProcessOperator

@@ -101,7 +101,7 @@ def test_the_operator_serves_progress_over_tls_and_injects_new_pods(
         assert _progress(plane, namespace, op)["progressPercentage"] == 42, "a job's first report: at once"
         status = _progress(plane, namespace, op)
         assert status["metrics"] == METRICS and "lastUpdatedTime" in status
-        assert _post(port, ca, path, token, percent=90) == 200  # waits out the 600 s interval, unparsed
+        assert _post(port, ca, path, token, percent=90) == 200  # checked, then waits out the 600 s interval
         metrics = op.metrics()
         assert 'kubetrain_progress_requests_total{result="accepted"} 1.0' in metrics
         assert 'kubetrain_progress_requests_total{result="early"} 1.0' in metrics

@@ -15,7 +15,7 @@ import pytest
 from kubetrain.api import PADDLEJOB
 from kubetrain.common.kube.resources import SERVICES
 from kubetrain.controllers.paddle import PaddleJobController
-from kubetrain.runtimes.contract import PaddleEnv, PaddleRole
+from kubetrain.podcontract import PaddleEnv, PaddleRole
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kubectl import KubectlError
 from kubetrain.testing.kwok import Outcome

@@ -17,7 +17,7 @@ import yaml
 from kubetrain.api import PYTORCHJOB
 from kubetrain.common.kube.resources import HPAS
 from kubetrain.controllers.pytorch import PyTorchJobController
-from kubetrain.runtimes.contract import TorchEnv
+from kubetrain.podcontract import TorchEnv
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome
 from kubetrain.testing.operator import (

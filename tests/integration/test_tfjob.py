@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubetrain.api import TFJOB
 from kubetrain.common.kube.resources import SERVICES
 from kubetrain.controllers.tensorflow import TFJobController
-from kubetrain.runtimes.contract import TFConfig, TFTask
+from kubetrain.podcontract import TFConfig, TFTask
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kwok import Outcome
 from kubetrain.testing.operator import (
@@ -76,7 +77,9 @@ async def _names(op: InProcessOperator, ns: str, expected: list[str]) -> bool:
 async def test_multiworker_example_retries_137_then_needs_all_workers(
     control_plane: ControlPlane, namespace: str, operator: InProcessOperator
 ) -> None:
-    control_plane.kubectl("apply", "-f", str(EXAMPLES / "tf-multiworker-mirrored.yaml"), namespace=namespace)
+    job = yaml.safe_load((EXAMPLES / "tf-multiworker-mirrored.yaml").read_text())
+    job["spec"]["runPolicy"]["cleanPodPolicy"] = "All"  # the file keeps its pods for `kubectl logs`
+    control_plane.kubectl("apply", "-f", "-", namespace=namespace, input=yaml.safe_dump(job))
     names = [f"tf-multiworker-worker-{i}" for i in range(4)]
     await wait_until(lambda: operator.running(namespace, *names), what="4 Running workers")
     old = (await operator.pods(namespace))[names[2]]["metadata"]["uid"]

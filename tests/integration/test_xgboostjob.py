@@ -14,7 +14,7 @@ import pytest
 from kubetrain.api import XGBOOSTJOB
 from kubetrain.common.kube.resources import SERVICES
 from kubetrain.controllers.xgboost import XGBoostJobController
-from kubetrain.runtimes.contract import XGBoostEnv
+from kubetrain.podcontract import XGBoostEnv
 from kubetrain.testing.controlplane import ControlPlane
 from kubetrain.testing.kubectl import KubectlError
 from kubetrain.testing.kwok import Outcome

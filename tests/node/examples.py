@@ -1,12 +1,9 @@
 """Helpers of the node tier's example tests: apply an example as a user would, wait for its verdict, and
 read each replica's `kubetrain-result` line from `kubectl logs` and from `kubetrain logs`.
 
-Two changes to what the files say, both because the node is one 2-core machine, and both printed by the
-test that makes them:
-- each container's CPU and memory *requests* are lowered (limits stay) so that all replicas fit the node
-  (a container with limits only requests its limits: 4 replicas of 2 CPUs each would never schedule);
-- `cleanPodPolicy` becomes `None`, so that a finished replica's log can still be read from the kubelet
-  (cleanPodPolicy itself is tested with real containers in test_failures).
+The files are applied as they are: their requests fit the 2-core node (tests/unit/api/test_examples.py
+sums them), and their cleanPodPolicy is theirs. A replica that cleanPodPolicy removes prints no result
+line (the results come from replicas that finished), so the readers pass over pods that are gone.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +24,7 @@ from kubetrain.testing.node_plane import NodePlane
 from kubetrain.testing.process import wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-REQUESTS = {"cpu": "50m", "memory": "64Mi"}
 Obj = dict[str, Any]
-
-
-def _replica_specs(job: Obj) -> dict[str, Obj]:
-    spec = job["spec"]
-    key = next(k for k in spec if k.endswith("ReplicaSpecs"))
-    return dict(spec[key])
-
-
-def fit_to_node(job: Obj) -> Obj:
-    """The job with small requests (limits kept) and cleanPodPolicy None."""
-    for replica in _replica_specs(job).values():
-        pod = replica["template"]["spec"]
-        for container in [*pod.get("initContainers", []), *pod["containers"]]:
-            container.setdefault("resources", {})["requests"] = dict(REQUESTS)
-    job["spec"].setdefault("runPolicy", {})["cleanPodPolicy"] = "None"
-    return job
 
 
 def load_example(relative: str) -> tuple[Obj, list[Obj]]:
@@ -104,13 +85,47 @@ def pod_names(plane: NodePlane, namespace: str, job: Obj) -> list[str]:
 def kubectl_results(plane: NodePlane, namespace: str, pods: list[str], container: str) -> list[Obj]:
     """The result lines in every pod's log, read with `kubectl logs` (the kubelet's log of the container):
     one per rank, except that an MPI launcher's log carries every rank's line (mpirun gathers them). Pods
-    without that container are passed over (the Horovod example's workers name theirs `worker`)."""
+    without that container are passed over (the Horovod example's workers name theirs `worker`), and so are
+    pods already gone (cleanPodPolicy)."""
     found = []
     for pod in pods:
-        _, spec = plane.rest.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
-        if container in {c["name"] for c in spec["spec"]["containers"]}:
-            found += results(plane.kubectl("logs", pod, "-c", container, namespace=namespace).stdout)
+        status, spec = plane.rest.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+        if status == 200 and container in {c["name"] for c in spec["spec"]["containers"]}:
+            logs = plane.kubectl("logs", pod, "-c", container, namespace=namespace, check=False)
+            found += results(logs.stdout)
     return found
+
+
+def rank_results(
+    plane: NodePlane, namespace: str, job: Obj, container: str, ranks: list[int], timeout: float = 120.0
+) -> list[Obj]:
+    """The result lines of the job's pods once their ranks are exactly `ranks` (a replica may print its line
+    a moment after the job's verdict); on timeout, the test fails with the ranks it found."""
+    found: list[Obj] = []
+
+    def complete() -> bool:
+        found[:] = kubectl_results(plane, namespace, pod_names(plane, namespace, job), container)
+        return Counter(r.get("rank") for r in found) == Counter(ranks)
+
+    try:
+        wait_until(f"result lines of ranks {ranks}", complete, timeout=timeout, interval=2.0)
+    except TimeoutError:
+        raise AssertionError(f"expected one result line per rank {sorted(ranks)}, found {found}") from None
+    return found
+
+
+def wait_cleaned(plane: NodePlane, namespace: str, job: Obj, timeout: float = 120.0) -> None:
+    """Until no pod of the job is being deleted: the pods cleanPodPolicy removes are gone, so that reading
+    every pod's log (`kubetrain logs`) does not race their removal."""
+
+    def settled() -> bool:
+        name = job["metadata"]["name"]
+        status, pods = plane.rest.get(
+            f"/api/v1/namespaces/{namespace}/pods?labelSelector=training.kubeflow.org/job-name={name}"
+        )
+        return status == 200 and not any(p["metadata"].get("deletionTimestamp") for p in pods["items"])
+
+    wait_until("the pods cleanPodPolicy removes gone", settled, timeout=timeout, interval=1.0)
 
 
 def kubetrain_logs(plane: NodePlane, namespace: str, job: Obj) -> str:

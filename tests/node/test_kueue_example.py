@@ -64,7 +64,7 @@ def test_kueue_admits_the_queued_example_and_it_trains_in_a_real_container(
     job, others = ex.load_example("pytorch/pytorch-kueue.yaml")
     ex.apply(node_plane, namespace, queue(namespace, job["metadata"]["labels"][QUEUE_LABEL]))
     try:
-        ex.apply(node_plane, namespace, [*others, ex.fit_to_node(job)])
+        ex.apply(node_plane, namespace, [*others, job])
         verdict = ex.wait_finished(node_plane, namespace, job, 600.0)
         workloads = json.loads(
             node_plane.kubectl("get", "workloads", "-o", "json", namespace=namespace).stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import jax  # noqa: F401 (required: a missing jax fails these tests instead of skipping them)
 import pytest
 
-from kubetrain.runtimes.contract import JaxEnv
+from kubetrain.podcontract import JaxEnv
 
 from .conftest import Replicas, assert_trained_in_lock_step, base_env, free_ports, single_result
 from .test_local_examples import EXAMPLES, finish, job_of, kubetrain_run, results

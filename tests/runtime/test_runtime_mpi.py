@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.runtimes.contract import Hostfile, HostfileEntry, MPIImplementation, launcher_env
+from kubetrain.podcontract import Hostfile, HostfileEntry, MPIImplementation, launcher_env
 
 from .conftest import Replicas, assert_trained_in_lock_step, base_env
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.runtimes.contract import PaddleEnv
+from kubetrain.podcontract import PaddleEnv
 
 from .conftest import Replica, Replicas, assert_trained_in_lock_step, base_env, free_ports, single_result
 

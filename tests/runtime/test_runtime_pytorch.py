@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.runtimes.contract import MasterEnv, RendezvousEnv, TorchEnv
+from kubetrain.podcontract import MasterEnv, RendezvousEnv, TorchEnv
 
 from .conftest import Replicas, assert_trained_in_lock_step, base_env, free_ports, single_result
 

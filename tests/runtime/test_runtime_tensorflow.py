@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.runtimes.contract import TFConfig, TFTask
+from kubetrain.podcontract import TFConfig, TFTask
 
 from .conftest import Replicas, assert_trained_in_lock_step, base_env, free_ports, single_result
 

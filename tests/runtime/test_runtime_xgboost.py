@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import xgboost  # noqa: F401 (required: a missing xgboost fails these tests instead of skipping them)
 
-from kubetrain.runtimes.contract import XGBoostEnv
+from kubetrain.podcontract import XGBoostEnv
 
 from .conftest import Replicas, assert_trained_in_lock_step, base_env, free_ports, single_result
 from .test_local_examples import EXAMPLES, finish, job_of, kubetrain_run, results

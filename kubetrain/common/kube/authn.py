@@ -9,7 +9,17 @@ access 5 minutes, a denied one 30 seconds, as controller-runtime's defaults.
 
 `Identity` carries what a TokenReview says, the bound pod's name included (for a projected
 ServiceAccount token: `user.extra["authentication.kubernetes.io/pod-name"]`), and `TokenAuthenticator`
-takes the `audiences` the token must be meant for (empty: the API server's own).
+takes the `audiences` the token must be meant for (empty: the API server's own; a caller may name others
+per token, e.g. each job's own). An answer counts only when the API server says the token was valid for
+one of them (`status.audiences`): an API server that ignores `spec.audiences` answers with its own.
+
+Anyone who can reach a listener can send tokens, so the reviews are bounded: a `TokenAuthenticator` runs
+its reviews on a client of its own (never the controllers': its rate limit is not theirs), at most
+`concurrency` at once, with at most `backlog` more tokens waiting for a slot; past that, `authenticate`
+raises `ReviewsBusy` at once (the listener answers 503) and nothing is queued. A review is cancelled when
+the last caller waiting for it gives up (its connection closed), so abandoned requests leave no work
+behind. Refusals are cached as accepted tokens are (by a hash of the token), so a junk token repeated costs
+one review a minute.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from http import HTTPStatus
 from typing import Generic, TypeVar
 
 from kubetrain.common.clock import Clock, SystemClock
-from kubetrain.common.errors import ApiError
+from kubetrain.common.errors import ApiError, KubetrainError
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import Obj, Resource
 
@@ -42,6 +52,7 @@ __all__ = [
     "Identity",
     "NonResourceAccess",
     "ResourceAccess",
+    "ReviewsBusy",
     "TokenAuthenticator",
     "bearer_token",
     "token_expiry",
@@ -174,16 +185,31 @@ class _TtlCache(Generic[K, V]):
             self._items.popitem(last=False)
 
 
+class ReviewsBusy(KubetrainError):
+    """Too many tokens under review at once: the caller is refused now (503 with `Retry-After`)."""
+
+    retry_after = 1.0
+
+
+class _Review:
+    """One token's review under way, and how many callers wait for it."""
+
+    def __init__(self, task: asyncio.Task[Identity | None]) -> None:
+        self.task = task
+        self.waiters = 0
+
+
 class TokenAuthenticator:
     """`authenticate(token)`: the caller's Identity, or None when the API server does not accept it.
 
-    `audiences`: what the token must be meant for (a TokenReview's `spec.audiences`); empty means the
-    API server's own. Answers are cached `ttl` seconds by a hash of the token (never the token itself).
-    Errors talking to the API server (`ApiError`) are raised, not cached. An accepted JWT is never kept
-    past its own `exp`: a token expiring within the ttl is reviewed again after it expires (and refused).
-    Callers that ask about a token whose review is under way wait for that review (one TokenReview per
-    token, however many requests carry it meanwhile), and a caller that gives up does not cancel it for
-    the others.
+    `api`: a client of the authenticator's own (see the module docstring). `audiences`: what the token
+    must be meant for (a TokenReview's `spec.audiences`); empty means the API server's own. An accepted
+    token is cached `ttl` seconds, a refused one `refusal_ttl`, by a hash of the token (never the token
+    itself), at most `size` of them. Errors talking to the API server (`ApiError`) are raised, not cached.
+    An accepted JWT is never kept past its own `exp`. Callers that ask about a token whose review is under
+    way wait for that review (one TokenReview per token, however many requests carry it meanwhile); the
+    review is cancelled when the last of them gives up. At most `concurrency` reviews run at once and
+    `backlog` wait; a new token past that raises `ReviewsBusy`.
     """
 
     def __init__(
@@ -192,47 +218,79 @@ class TokenAuthenticator:
         *,
         audiences: Sequence[str] = (),
         ttl: float = 60.0,
-        size: int = 1024,
+        refusal_ttl: float = 60.0,
+        size: int = 4096,
+        concurrency: int = 4,
+        backlog: int = 64,
         clock: Clock | None = None,
     ) -> None:
         self._api = api
         self._audiences = list(audiences)
-        self._ttl = ttl
+        self._ttl, self._refusal_ttl = ttl, refusal_ttl
         self._clock = clock or SystemClock()
         self._cache: _TtlCache[bytes, Identity | bool] = _TtlCache(self._clock, size)
-        self._reviewing: dict[bytes, asyncio.Task[Identity | None]] = {}
+        self._reviewing: dict[bytes, _Review] = {}
+        self._slots = asyncio.Semaphore(concurrency)
+        self._most = concurrency + backlog
 
-    def peek(self, token: str) -> Identity | None:
+    @property
+    def reviewing(self) -> int:
+        """Tokens under review or waiting for a slot now."""
+        return len(self._reviewing)
+
+    def peek(self, token: str, *, audiences: Sequence[str] | None = None) -> Identity | None:
         """The cached Identity of a token accepted within the ttl (and before its `exp`), without asking
-        the API server; None when none is cached (never reviewed lately, or refused)."""
-        cached = self._cache.get(hashlib.sha256(token.encode()).digest())
+        the API server; None when none is cached (never reviewed lately, or refused). `audiences`: as for
+        `authenticate`."""
+        cached = self._cache.get(_key(token, self._wanted(audiences)))
         return cached if isinstance(cached, Identity) else None
 
-    async def authenticate(self, token: str) -> Identity | None:
-        key = hashlib.sha256(token.encode()).digest()
+    async def authenticate(self, token: str, *, audiences: Sequence[str] | None = None) -> Identity | None:
+        """The token's Identity, or None when refused. `audiences` (None: the authenticator's own) is what
+        this token must be meant for; answers are cached per token and audiences."""
+        wanted = self._wanted(audiences)
+        key = _key(token, wanted)
         cached = self._cache.get(key)
         if cached is not None:
             return cached if isinstance(cached, Identity) else None
-        review = self._reviewing.get(key)
-        if review is None:
-            review = asyncio.ensure_future(self._review(key, token))
-            self._reviewing[key] = review
-            review.add_done_callback(functools.partial(self._reviewed, key))
-        return await asyncio.shield(review)
+        review = self._reviewing.get(key) or self._start(key, token, wanted)
+        review.waiters += 1
+        try:
+            return await asyncio.shield(review.task)  # one caller giving up does not end it for the others
+        finally:
+            review.waiters -= 1
+            if review.waiters == 0 and not review.task.done():  # the last one gave up: so does the review
+                review.task.cancel()
+                self._forget(key, review)
 
-    def _reviewed(self, key: bytes, review: asyncio.Task[Identity | None]) -> None:
-        del self._reviewing[key]
-        if not review.cancelled():
-            review.exception()  # retrieved here too: every caller may have given up waiting
+    def _wanted(self, audiences: Sequence[str] | None) -> tuple[str, ...]:
+        return tuple(self._audiences if audiences is None else audiences)
 
-    async def _review(self, key: bytes, token: str) -> Identity | None:
+    def _start(self, key: bytes, token: str, audiences: tuple[str, ...]) -> _Review:
+        if len(self._reviewing) >= self._most:
+            raise ReviewsBusy(f"{len(self._reviewing)} tokens under review already")
+        review = _Review(asyncio.ensure_future(self._review(key, token, audiences)))
+        self._reviewing[key] = review
+        review.task.add_done_callback(functools.partial(self._reviewed, key, review))
+        return review
+
+    def _forget(self, key: bytes, review: _Review) -> None:
+        if self._reviewing.get(key) is review:
+            del self._reviewing[key]
+
+    def _reviewed(self, key: bytes, review: _Review, task: asyncio.Task[Identity | None]) -> None:
+        self._forget(key, review)
+        if not task.cancelled():
+            task.exception()  # retrieved here too: every caller may have given up waiting
+
+    async def _review(self, key: bytes, token: str, audiences: tuple[str, ...]) -> Identity | None:
         spec: Obj = {"token": token}
-        if self._audiences:
-            spec["audiences"] = self._audiences
-        review = await self._api.create(TOKEN_REVIEWS, None, {"spec": spec})
-        status = review.get("status") or {}
-        identity = Identity.from_review(status) if status.get("authenticated") else None
-        ttl = self._ttl
+        if audiences:
+            spec["audiences"] = list(audiences)
+        async with self._slots:
+            review = await self._api.create(TOKEN_REVIEWS, None, {"spec": spec})
+        identity = _accepted(review.get("status") or {}, audiences)
+        ttl = self._ttl if identity is not None else self._refusal_ttl
         if identity is not None:
             expires = token_expiry(token)
             if expires is not None:
@@ -240,6 +298,22 @@ class TokenAuthenticator:
         if ttl > 0:
             self._cache.put(key, identity or False, ttl)
         return identity
+
+
+def _key(token: str, audiences: tuple[str, ...]) -> bytes:
+    """The cache key of a token's answer for `audiences` (a hash: the token itself is never kept)."""
+    return hashlib.sha256("\n".join((*audiences, token)).encode()).digest()
+
+
+def _accepted(status: Obj, audiences: tuple[str, ...]) -> Identity | None:
+    """A TokenReview's Identity when it authenticated the token for one of `audiences` (any, when none)."""
+    if not status.get("authenticated"):
+        return None
+    identity = Identity.from_review(status)
+    if audiences and not set(audiences) & set(identity.audiences):
+        log.warning("a TokenReview accepted a token, but not for its audiences %s", ", ".join(audiences))
+        return None
+    return identity
 
 
 class AccessAuthorizer:
@@ -283,7 +357,8 @@ class BearerGuard:
 
     Called with the request's Authorization header and path: None when the caller may GET the path (as a
     nonResourceURL), else the status to answer: 401 without a token or with one the API server does not
-    accept, 403 when RBAC does not allow it, 500 when the API server could not be asked.
+    accept, 403 when RBAC does not allow it, 500 when the API server could not be asked, 503 when too many
+    tokens are under review already (`ReviewsBusy`).
     """
 
     def __init__(self, authenticator: TokenAuthenticator, authorizer: AccessAuthorizer) -> None:
@@ -300,6 +375,8 @@ class BearerGuard:
                 return HTTPStatus.UNAUTHORIZED
             if await self._authz.allowed(who, NonResourceAccess(path)):
                 return None
+        except ReviewsBusy:
+            return HTTPStatus.SERVICE_UNAVAILABLE
         except ApiError as err:
             log.warning("cannot check a request for %s with the API server: %s", path, err)
             return HTTPStatus.INTERNAL_SERVER_ERROR

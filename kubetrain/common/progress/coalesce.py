@@ -17,10 +17,10 @@ reporting jobs are written every max(interval, N / writes_per_second) seconds (5
 second: every 33 s). `retry_after(key)` says when a job's next write is due, which the endpoint tells the
 pod, so that pods send about one report per write.
 
-A report that arrives before its job's next write is due may be kept as received (`Received`, the body not
-yet parsed): it is parsed when it is written, and dropped then if it is not a `trainerStatus` within
-bounds (counted as `kubetrain_progress_status_writes_total{result="invalid"}`). Most such reports are
-replaced unread by a newer one.
+Every report is parsed and checked when it arrives (`read_report`: JSON nested at most `MAX_DEPTH`
+levels, a `trainerStatus` within bounds), so only valid statuses ever wait here. A write that fails for a
+reason no one foresaw (not an `ApiError`) is logged with its traceback and counted as an error, and the
+loop goes on with the other jobs: one bad report never stops the writes of every job.
 
 The writes go through an `ApiClient` of their own (the caller gives it a rate limit of its own, as the
 Events' client has), so a flood of progress never delays a reconcile's writes. A write that fails is
@@ -33,11 +33,13 @@ import asyncio
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
+from pydantic import ValidationError
 
 from kubetrain.api import KindInfo, TrainerStatus
 from kubetrain.api.trainerstatus import from_report, replacing
@@ -47,7 +49,7 @@ from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import Resource
 from kubetrain.common.progress.gauges import ProgressGauges
 
-__all__ = ["Coalescer", "JobKey", "ProgressGauges", "Received", "parse_report"]
+__all__ = ["MAX_DEPTH", "Coalescer", "JobKey", "ProgressGauges", "Received", "parse_report", "read_report"]
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +76,45 @@ class Received:
     at: datetime
 
 
-def parse_report(received: Received) -> TrainerStatus | None:
-    """The `trainerStatus` of a body `{"trainerStatus": {...}}` (`from_report`), stamped with its arrival;
-    None for anything else (a body nested too deep for the parser included)."""
+MAX_DEPTH = 32
+"""The deepest nesting of arrays and objects a report may have (a `trainerStatus` needs 4)."""
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _depth(body: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for bracket in _STRINGS.sub(b"", body).translate(None, _NOT_BRACKETS):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def read_report(received: Received) -> TrainerStatus | str:
+    """The `trainerStatus` of a body `{"trainerStatus": {...}}` as Kubeflow's clients send it (`from_report`),
+    within bounds and stamped with its arrival; or what is wrong with the body, in words for the pod (never
+    an exception, whatever the bytes)."""
+    if _depth(received.body) > MAX_DEPTH:
+        return f"the body nests arrays or objects deeper than {MAX_DEPTH} levels"
     try:
         document: Any = json.loads(received.body)
+    except (ValueError, RecursionError) as err:
+        return f"the body is not JSON: {err}"
+    try:
         return from_report(document, received.at)
-    except (ValueError, TypeError, RecursionError):
-        return None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in ("trainerStatus", *first["loc"]))
+        return f"{where}: {first['msg']}"
+    except (ValueError, TypeError, RecursionError) as err:
+        return str(err)
+
+
+def parse_report(received: Received) -> TrainerStatus | None:
+    """`read_report`'s status, or None when the body is not a valid report."""
+    status = read_report(received)
+    return status if isinstance(status, TrainerStatus) else None
 
 
 class Coalescer:
@@ -98,7 +131,7 @@ class Coalescer:
     ) -> None:
         self._api, self._interval, self._clock = api, interval, clock or SystemClock()
         self._rate = writes_per_second
-        self._pending: dict[JobKey, TrainerStatus | Received] = {}
+        self._pending: dict[JobKey, TrainerStatus] = {}
         self._written_at: dict[JobKey, float] = {}
         self._pruned_at = -math.inf
         self._wake = asyncio.Event()
@@ -137,7 +170,7 @@ class Coalescer:
         """Seconds from `now` until the job may be written again (<= 0: now; never written: -inf)."""
         return self._written_at.get(key, -math.inf) + interval - now
 
-    def offer(self, key: JobKey, status: TrainerStatus | Received) -> None:
+    def offer(self, key: JobKey, status: TrainerStatus) -> None:
         """Keep `status` as the job's latest report (replacing one still waiting)."""
         if key in self._pending:
             self._coalesced.inc()
@@ -156,17 +189,8 @@ class Coalescer:
         return self
 
     def pending(self, key: JobKey) -> TrainerStatus | None:
-        """The job's report waiting to be written (parsed, if kept as received; an invalid one is dropped
-        and counted), or None."""
-        report = self._pending.get(key)
-        if report is None:
-            return None
-        status = self._parsed(key, report)
-        if status is None:
-            del self._pending[key]
-        else:
-            self._pending[key] = status
-        return status
+        """The job's report waiting to be written, or None."""
+        return self._pending.get(key)
 
     def written(self, key: JobKey, status: TrainerStatus) -> None:
         """`status` was written with the job's verdict (`FinalReports`): it no longer waits, unless a newer
@@ -201,10 +225,9 @@ class Coalescer:
         self._forget_quiet()
         ready, wait = self.due()
         for key in ready:
-            status = self._parsed(key, self._pending.pop(key))
-            if status is not None:
-                self._written_at[key] = self._clock.monotonic()
-                await self._write(key, status)
+            status = self._pending.pop(key)
+            self._written_at[key] = self._clock.monotonic()
+            await self._write(key, status)
         return wait
 
     def _forget_quiet(self) -> None:
@@ -218,26 +241,20 @@ class Coalescer:
         for key in [k for k, at in self._written_at.items() if at < horizon and k not in self._pending]:
             del self._written_at[key]
 
-    def _parsed(self, key: JobKey, report: TrainerStatus | Received) -> TrainerStatus | None:
-        """The report, parsed if it was kept as received; None (counted) when it is not valid."""
-        status = parse_report(report) if isinstance(report, Received) else report
-        if status is None:
-            self._writes.labels("invalid").inc()
-            log.info(
-                "progress of %s %s/%s dropped: not a trainerStatus", key.info.kind, key.namespace, key.name
-            )
-        return status
-
     async def _write(self, key: JobKey, status: TrainerStatus) -> None:
-        patch = {"status": {"trainerStatus": replacing(status)}}
         try:
+            patch = {"status": {"trainerStatus": replacing(status)}}
             await self._api.patch(key.resource, key.namespace, key.name, patch, subresource="status")
+            self._gauges.show(key, status)
         except ApiError as error:
             self._writes.labels("error").inc()
             log.info("progress of %s %s/%s not written: %s", key.info.kind, key.namespace, key.name, error)
             return
+        except Exception:  # a bug, not the API server: logged loudly, and the other jobs are still written
+            self._writes.labels("error").inc()
+            log.exception("progress of %s %s/%s not written", key.info.kind, key.namespace, key.name)
+            return
         self._writes.labels("written").inc()
-        self._gauges.show(key, status)
 
     async def run(self) -> None:
         """Write reports as they come due, until cancelled. Waiting reports are written after their

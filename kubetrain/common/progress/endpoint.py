@@ -6,25 +6,30 @@ answers it, checking, in this order and before anything is written:
 
 1. the path names one of the kinds (404), the body is at most `MAX_BODY_BYTES` (413);
 2. the token is a projected ServiceAccount token for this job's own audience (`token_audience`), verified
-   with the API server's signing keys, or, when they cannot settle it, by a TokenReview within a budget of
-   its own (`kubetrain.common.progress.review`) (401; 503 when the API server could not be asked);
+   with the API server's signing keys, or, when they cannot settle it, by a TokenReview within a budget
+   of its own (`kubetrain.common.progress.review`) (401; 503 when the API server could not be asked, or
+   at once when too many tokens already wait for a review: `ReviewsBusy`);
 3. the token's pod is a replica of the job in the URL (`kubetrain.common.progress.binding`) (403): a pod of
    another job or namespace, a token of no pod, and a forged or expired token are all refused;
 4. the job exists and has not finished (404, 409: reports for a finished job are refused);
-5. the body is a `trainerStatus` (`kubetrain.api.trainerstatus.from_report`) (400), when the job's next
-   write is due (a report that comes earlier is kept as received, below).
+5. the body is JSON nested at most `MAX_DEPTH` levels and a `trainerStatus` as Kubeflow's clients send it
+   (`kubetrain.api.trainerstatus.from_report`), within the bounds of `kubetrain.api.TrainerStatus` (400,
+   the message naming what is wrong). Every body is parsed and checked here, on receipt: nothing unchecked
+   is kept for later.
 
 Accepted reports go to the `Coalescer` and are answered 200 (Hugging Face Transformers' `KubeflowCallback`
 and the Kubeflow SDK count nothing else a success), which writes at most one status per job per interval;
 the answer's `Retry-After` says when the job's next write is due, and the pods' own helper sends nothing
 before (Kubeflow's clients send at most one report per 5 s, whatever the answer says).
 
-A report is cheap: verifying a token is a signature check in this process, the pod and job checks read
-informer caches, and a report that arrives before its job's next write is due is kept unparsed
-(`Received`: parsed when written, and dropped then if invalid; counted as `early`). So a pod that reports
-faster than asked, or a flood with a valid token, costs a TLS record, an HTTP parse, a signature check and
-a few lookups per request: no TokenReview, no JSON, and no status write beyond the one per interval. Each
-answer is counted in `kubetrain_progress_requests_total{result}`.
+A report is cheap: verifying a token is a signature check in this process (a token only a TokenReview can
+settle is reviewed once and its answer cached), the pod and job checks read informer caches, and the body
+(at most 16 KiB) is parsed in tens of microseconds. A report that arrives before its job's next write is
+due replaces the one waiting (counted as `early`). So a pod that reports faster than asked, or a flood with
+a valid token, costs a TLS record, an HTTP parse, a signature check, a JSON parse and a few lookups per
+request: no TokenReview and no status write beyond the one per interval. When the reviews are saturated
+(`ReviewsBusy`), the answer is 503 with a `Retry-After` at once. Each answer is counted in
+`kubetrain_progress_requests_total{result}`.
 """
 
 from __future__ import annotations
@@ -42,12 +47,12 @@ from prometheus_client import CollectorRegistry, Counter
 from kubetrain.api import KINDS, JobConditionType, JobStatus, KindInfo
 from kubetrain.common.errors import ApiError
 from kubetrain.common.job.status import is_finished
-from kubetrain.common.kube.authn import Identity, bearer_token
+from kubetrain.common.kube.authn import Identity, ReviewsBusy, bearer_token
 from kubetrain.common.kube.resources import Obj
 from kubetrain.common.progress.binding import is_replica_of
-from kubetrain.common.progress.coalesce import Coalescer, JobKey, Received, parse_report
+from kubetrain.common.progress.coalesce import Coalescer, JobKey, Received, read_report
 from kubetrain.common.progress.inject import token_audience
-from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES
+from kubetrain.podcontract.progress import MAX_BODY_BYTES
 
 __all__ = ["Answer", "Authenticator", "StatusReports"]
 
@@ -58,7 +63,8 @@ _PATH = re.compile(
 
 class Authenticator(Protocol):
     """`kubetrain.common.progress.review.ProgressAuthenticator`: the token's Identity for `audience`, or
-    None; ApiError when the API server had to be asked and could not be."""
+    None; `ReviewsBusy` when too many tokens wait for a TokenReview, ApiError when the API server had to
+    be asked and could not be."""
 
     async def authenticate(self, token: str, audience: str) -> Identity | None: ...
 
@@ -117,6 +123,9 @@ class StatusReports:
         info, namespace, name = target
         try:
             identity = await self._identity(info, namespace, name, authorization)
+        except ReviewsBusy as busy:
+            message = "too many tokens under review; retry later"
+            return Answer(HTTPStatus.SERVICE_UNAVAILABLE, message, "busy", busy.retry_after)
         except ApiError as err:
             return Answer(
                 HTTPStatus.SERVICE_UNAVAILABLE, f"cannot check the token now: {err}", "unavailable", 10
@@ -131,18 +140,13 @@ class StatusReports:
             )
         if _finished(job):
             return Answer(HTTPStatus.CONFLICT, f"{info.kind} {namespace}/{name} has finished", "finished")
+        status = read_report(Received(body, datetime.now(UTC).replace(microsecond=0)))
+        if isinstance(status, str):
+            return Answer(HTTPStatus.BAD_REQUEST, status, "invalid")
         key = JobKey(info, namespace, name)
-        received = Received(body, datetime.now(UTC).replace(microsecond=0))
-        if self._coalescer.waiting(key):  # kept as received: parsed only if no newer report replaces it
-            self._coalescer.offer(key, received)
-            return self._accepted(key, "early")
-        status = parse_report(received)
-        if status is None:
-            return Answer(
-                HTTPStatus.BAD_REQUEST, 'the body must be {"trainerStatus": {...}} in bounds', "invalid"
-            )
+        early = self._coalescer.waiting(key)  # it will wait, or be replaced by a newer one
         self._coalescer.offer(key, status)
-        return self._accepted(key, "accepted")
+        return self._accepted(key, "early" if early else "accepted")
 
     async def _identity(
         self, info: KindInfo, namespace: str, name: str, authorization: str | None

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubetrain.common.kube.resources import Obj
-from kubetrain.runtimes.contract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV, status_path
+from kubetrain.podcontract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV, status_path
 
 if TYPE_CHECKING:
     from kubetrain.api import TrainerStatus

@@ -1,43 +1,51 @@
 """The HTTPS listener of the training-progress endpoint: POSTs in, `StatusReports` decides, JSON answers out.
 
-The protocol is h11's (as the health server's, `kubetrain.common.httpserver`). Bounds, so that no pod can
-make the operator hold more than a little memory or time:
-- a request head of at most 16 KiB (431), a body of at most `MAX_BODY_BYTES` (413, known from
-  Content-Length before any of it is read; a chunked body is cut off there too);
-- `timeout` seconds for each request (a new connection's first request: from the connection on);
-- a connection kept open between requests (the pods' helper sends each report on the same one, so a report
-  costs no TLS handshake) is closed after `idle_timeout` seconds without a request: longer than the
-  write interval a job is asked to report at, so a pod reporting steadily keeps its connection;
-- at most `max_connections` at once: one past the cap is closed at once, unanswered.
+The connections, their limits and the protocol (h11) are `kubetrain.common.listener`'s, with the bounds
+of this endpoint (`progress_limits`), so that no pod and no stranger can make the operator hold more than
+a little memory or time:
+- a request head of at most 16 KiB and 64 fields (431), a body of at most `MAX_BODY_BYTES` (413, known
+  from Content-Length before any of it is read; a chunked body is cut off there too);
+- `timeout` seconds for each request and its answer, its head within 10 s of the connection (or of its
+  first byte on a kept connection);
+- a connection kept open between accepted reports (the pods' helper sends each report on the same one, so
+  a report costs no TLS handshake) is closed after `idle_timeout` seconds without a request: longer than
+  the write interval a job is asked to report at, so a pod reporting steadily keeps its connection;
+- any refusal (4xx, 503) closes the connection: a caller without a valid token never holds a slot;
+- at most `per_peer` connections from one address and `max_connections` in all: one past a cap closes
+  the oldest of that peer (or of the peer holding most), never a pod's single kept connection first;
+- a request whose client goes away is dropped with the work it started (its TokenReview).
 Only POST is served (405). The TLS context is the caller's: the operator's own serving certificate. An
 answer with `retry_after` carries a `Retry-After` header (whole seconds).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
+import json
 import math
 import ssl
 from http import HTTPStatus
-from urllib.parse import urlsplit
 
-import h11
-
+from kubetrain.common.listener import Limits, Listener, Reply, Request
 from kubetrain.common.progress.endpoint import Answer, StatusReports
-from kubetrain.runtimes.contract.progress import MAX_BODY_BYTES
+from kubetrain.podcontract.progress import MAX_BODY_BYTES
 
-__all__ = ["ProgressServer"]
+__all__ = ["ProgressServer", "progress_limits"]
 
-log = logging.getLogger(__name__)
-
-MAX_HEAD = 16 * 1024
+JSON = "application/json"
 
 
-class _Refused(Exception):
-    def __init__(self, status: HTTPStatus) -> None:
-        super().__init__(status.phrase)
-        self.status = status
+def progress_limits(
+    *, timeout: float = 10.0, idle_timeout: float = 120.0, max_connections: int = 1024, per_peer: int = 32
+) -> Limits:
+    """The endpoint's bounds (see the module docstring and docs/progress.md, "Limits")."""
+    return Limits(
+        max_connections=max_connections,
+        per_peer=per_peer,
+        head_timeout=min(timeout, 10.0),
+        request_timeout=timeout,
+        idle_timeout=idle_timeout,
+        max_body=MAX_BODY_BYTES,
+    )
 
 
 class ProgressServer:
@@ -51,136 +59,44 @@ class ProgressServer:
         timeout: float = 10.0,
         idle_timeout: float = 120.0,
         max_connections: int = 1024,
+        per_peer: int = 32,
     ) -> None:
-        self._reports, self._ssl, self._timeout = reports, ssl_context, timeout
-        self._idle = idle_timeout
-        self._max = max_connections
-        self._open: dict[asyncio.StreamWriter, asyncio.Task[None] | None] = {}
-        """The connections served, and their handlers (closed by `stop`: kept ones would wait for long)."""
-        self._server: asyncio.Server | None = None
+        self._reports = reports
+        limits = progress_limits(
+            timeout=timeout, idle_timeout=idle_timeout, max_connections=max_connections, per_peer=per_peer
+        )
+        self._listener = Listener(self._answer, limits, ssl_context=ssl_context, refusal=_refusal)
 
     @property
     def connections(self) -> int:
         """Connections open now (idle kept ones included)."""
-        return len(self._open)
+        return self._listener.connections
 
     @property
     def port(self) -> int:
-        assert self._server is not None and self._server.sockets
-        return int(self._server.sockets[0].getsockname()[1])
+        assert self._listener.port is not None
+        return self._listener.port
 
     async def start(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port, ssl=self._ssl)
+        await self._listener.start(host, port)
 
     async def stop(self) -> None:
-        """Stop listening and close every connection (their handlers end at once, not cancelled)."""
-        if self._server is not None:
-            self._server.close()
-            for writer in list(self._open):
-                writer.transport.abort()  # no TLS goodbye: an idle client would not answer it
-            handlers = [task for task in self._open.values() if task is not None]
-            if handlers:
-                await asyncio.wait(handlers, timeout=self._timeout)
-            await self._server.wait_closed()
+        """Stop listening and close every connection (their handlers end at once)."""
+        await self._listener.stop()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._open) >= self._max:
-            writer.close()
-            return
-        self._open[writer] = asyncio.current_task()
-        try:
-            conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
-            while await self._exchange(conn, reader, writer):
-                conn.start_next_cycle()
-                if not await self._next_request(conn, reader):
-                    break
-        except (ConnectionError, TimeoutError, h11.ProtocolError, ssl.SSLError):
-            pass
-        finally:
-            del self._open[writer]
-            writer.close()
-            try:  # a TLS close waits for the peer's answer, which an idle client may never send
-                async with asyncio.timeout(1.0):
-                    await writer.wait_closed()
-            except (ConnectionError, ssl.SSLError, TimeoutError):
-                writer.transport.abort()
-
-    async def _next_request(self, conn: h11.Connection, reader: asyncio.StreamReader) -> bool:
-        """Wait up to `idle_timeout` for the next request's first bytes; False when none came."""
-        if conn.trailing_data[0]:
-            return True  # already received (pipelined)
-        try:
-            async with asyncio.timeout(self._idle):
-                data = await reader.read(65536)
-        except TimeoutError:
-            return False
-        conn.receive_data(data)
-        return bool(data)
-
-    async def _exchange(
-        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> bool:
-        """One request and its answer; False when the connection is to end."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                got = await _read(conn, reader)
-                if got is None:
-                    return False
-                request, body = got
-                answer = await self._answer(request, body)
-        except _Refused as refused:
-            await _send(conn, writer, Answer(refused.status, refused.status.phrase, "refused"), close=True)
-            return False
-        await _send(conn, writer, answer, close=False)
-        return conn.our_state is h11.DONE and conn.their_state is h11.DONE
-
-    async def _answer(self, request: h11.Request, body: bytes) -> Answer:
+    async def _answer(self, request: Request) -> Reply:
         if request.method != b"POST":
-            return Answer(HTTPStatus.METHOD_NOT_ALLOWED, "only POST", "refused")
-        authorization = next((v.decode("latin-1") for k, v in request.headers if k == b"authorization"), None)
-        path = urlsplit(request.target.decode("ascii", "replace")).path
-        return await self._reports.handle(path, authorization, body)
+            return _reply(Answer(HTTPStatus.METHOD_NOT_ALLOWED, "only POST", "refused"))
+        answer = await self._reports.handle(request.path, request.header(b"authorization"), request.body)
+        return _reply(answer)
 
 
-async def _read(conn: h11.Connection, reader: asyncio.StreamReader) -> tuple[h11.Request, bytes] | None:
-    request: h11.Request | None = None
-    body = bytearray()
-    while True:
-        try:
-            event = conn.next_event()
-        except h11.RemoteProtocolError as err:
-            raise _Refused(HTTPStatus(err.error_status_hint)) from err
-        if event is h11.NEED_DATA:
-            conn.receive_data(await reader.read(65536))
-        elif isinstance(event, h11.Request):
-            request = event
-            if any(k == b"content-length" and int(v) > MAX_BODY_BYTES for k, v in event.headers):
-                raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
-        elif isinstance(event, h11.Data):
-            body += event.data
-            if len(body) > MAX_BODY_BYTES:
-                raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
-        elif isinstance(event, h11.EndOfMessage):
-            assert request is not None
-            return request, bytes(body)
-        elif isinstance(event, h11.ConnectionClosed):
-            return None
-
-
-async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, answer: Answer, *, close: bool) -> None:
-    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-        return
-    payload = answer.body()
-    headers = [
-        ("Content-Type", "application/json"),
-        ("Content-Length", str(len(payload))),
-        ("Connection", "close" if close else "keep-alive"),
-    ]
+def _reply(answer: Answer) -> Reply:
+    headers: tuple[tuple[str, str], ...] = ()
     if answer.retry_after is not None:
-        headers.append(("Retry-After", str(max(1, math.ceil(answer.retry_after)))))
-    data = conn.send(
-        h11.Response(status_code=answer.status.value, headers=headers, reason=answer.status.phrase)
-    )
-    data += conn.send(h11.Data(data=payload)) + conn.send(h11.EndOfMessage())
-    writer.write(data)
-    await writer.drain()
+        headers = (("Retry-After", str(max(1, math.ceil(answer.retry_after)))),)
+    return Reply(answer.status, answer.body(), JSON, headers, close=answer.status >= 400)
+
+
+def _refusal(status: HTTPStatus) -> Reply:
+    return Reply(status, json.dumps({"message": status.phrase}).encode(), JSON, close=True)

@@ -9,7 +9,8 @@ reconcile that finishes it, with the verdict: `injection.reports`), a deleted jo
 dropped. `injection` is what the controllers give new pods.
 Tokens are verified with the issuer's keys, read by `fetch` (`KubeApiClient.get_path`; None: no keys, so
 every token goes to a TokenReview); `reviews` (default: `api`) sends the TokenReviews of the tokens the keys
-cannot settle, so that answering a report never waits behind writes.
+cannot settle (a bounded `TokenAuthenticator`, each for the job's own audience), so that answering a report
+never waits behind writes.
 `writes_per_second` (default: no limit) is the share of `api`'s budget the status writes may take: more
 reporting jobs than that many per interval lengthen the interval (`Coalescer.interval`).
 """
@@ -30,6 +31,7 @@ from kubetrain.common.errors import NotFound
 from kubetrain.common.job.labels import label_key
 from kubetrain.common.job.status import is_finished
 from kubetrain.common.kube import objects
+from kubetrain.common.kube.authn import TokenAuthenticator
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS, PODS, Obj, Resource
 from kubetrain.common.kube.store import Store
@@ -37,7 +39,7 @@ from kubetrain.common.manager import Manager
 from kubetrain.common.progress.coalesce import Coalescer, JobKey
 from kubetrain.common.progress.endpoint import Lookup, StatusReports
 from kubetrain.common.progress.inject import ProgressInjection, opted_out
-from kubetrain.common.progress.review import ProgressAuthenticator, ReviewBudget
+from kubetrain.common.progress.review import ProgressAuthenticator
 from kubetrain.common.progress.server import ProgressServer
 from kubetrain.common.progress.tls import LABEL as CA_LABEL
 from kubetrain.common.progress.tls import CaPublisher, ServingPair, load_into, self_signed
@@ -65,6 +67,8 @@ class ProgressConfig:
     home: str = ""
     """The operator's own namespace, where the replicas register their certificates ("": none, outside a
     cluster: the bundle is this process's certificate alone)."""
+    per_peer: int = 32
+    """Connections from one address at once (a pod reports on one; see docs/progress.md, "Limits")."""
 
 
 class ProgressService:
@@ -95,7 +99,8 @@ class ProgressService:
         )
         self.keys = IssuerKeys(fetch or _no_keys, clock=manager.clock)
         self.authenticator = ProgressAuthenticator(
-            TokenVerifier(self.keys, clock=manager.clock), ReviewBudget(reviews or api, clock=manager.clock)
+            TokenVerifier(self.keys, clock=manager.clock),
+            TokenAuthenticator(reviews or api, clock=manager.clock),
         )
         jobs = {info: manager.informer(_resource(info)) for info in kinds}
         # the controllers' own pods informers (one per label key, shared by the kinds: see `Manager`)
@@ -117,6 +122,7 @@ class ProgressService:
             ssl_context=self._context,
             idle_timeout=config.idle_timeout,
             max_connections=config.max_connections,
+            per_peer=config.per_peer,
         )
         self._namespaces: asyncio.Queue[str] = asyncio.Queue()
         for info, informer in jobs.items():

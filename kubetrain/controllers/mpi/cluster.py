@@ -7,7 +7,7 @@ As in the mpi-operator (v2beta1):
   addresses are always published, so that a name resolves as soon as its pod has an IP (headless-DNS
   lag is a known cause of launcher crashes).
 - ConfigMap `<job>-config`: `hostfile` (every worker, and first the launcher when it runs as a worker; the
-  format of the MPI implementation, from `kubetrain.runtimes.contract`) and `discover_hosts.sh` (the hosts
+  format of the MPI implementation, from `kubetrain.podcontract`) and `discover_hosts.sh` (the hosts
   Running right now, for Horovod elastic). Kept current as workers come and go.
 - Secret `<job>-ssh` (`kubernetes.io/ssh-auth`, immutable): created once with a fresh key, never updated.
 """
@@ -25,7 +25,7 @@ from kubetrain.common.job.limits import CONFIGMAP_MAX_BYTES
 from kubetrain.common.kube.resources import Obj
 from kubetrain.controllers.mpi.sshkey import generate_ssh_key
 from kubetrain.controllers.settings import ControllerSettings
-from kubetrain.runtimes.contract import DiscoverHosts, Hostfile, HostfileEntry, MPIImplementation, names
+from kubetrain.podcontract import DiscoverHosts, Hostfile, HostfileEntry, MPIImplementation, names
 
 __all__ = [
     "CONFIG_KEYS",

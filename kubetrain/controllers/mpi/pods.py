@@ -26,7 +26,7 @@ from kubetrain.controllers.mpi.cluster import (
     implementation,
     secret_name,
 )
-from kubetrain.runtimes.contract import MPIRole, launcher_env, names, worker_env
+from kubetrain.podcontract import MPIRole, launcher_env, names, worker_env
 
 __all__ = ["CONFIG_VOLUME", "SSH_VOLUME", "configure_launcher", "configure_worker"]
 

@@ -15,8 +15,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from kubetrain.podcontract import ContractError
 from kubetrain.runtimes import mpi as kt_mpi
-from kubetrain.runtimes.contract import ContractError
 from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,

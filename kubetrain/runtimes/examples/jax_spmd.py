@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from kubetrain.podcontract import ContractError
 from kubetrain.runtimes import jax as kt_jax
-from kubetrain.runtimes.contract import ContractError
 from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,

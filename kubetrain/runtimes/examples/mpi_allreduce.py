@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from kubetrain.podcontract import ContractError
 from kubetrain.runtimes import mpi as kt_mpi
-from kubetrain.runtimes.contract import ContractError
 from kubetrain.runtimes.examples.common import (
     Digits,
     Floats,

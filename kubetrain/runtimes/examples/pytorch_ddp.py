@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+from kubetrain.podcontract import ContractError
 from kubetrain.runtimes import torch as kt_torch
-from kubetrain.runtimes.contract import ContractError
 from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
+from kubetrain.podcontract import ContractError, TorchProcess
 from kubetrain.runtimes import torch as kt_torch
-from kubetrain.runtimes.contract import ContractError, TorchProcess
 from kubetrain.runtimes.examples.common import Stopwatch, load_digits, parse_args, start_watchdog
 from kubetrain.runtimes.examples.pytorch_ddp import TrainState, new_state, report, train
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from kubetrain.podcontract import ContractError, StrategyKind, TFConfig
 from kubetrain.runtimes import tensorflow as kt_tf
-from kubetrain.runtimes.contract import ContractError, StrategyKind, TFConfig
 from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from kubetrain.podcontract import ContractError, TFConfig
 from kubetrain.runtimes import tensorflow as kt_tf
-from kubetrain.runtimes.contract import ContractError, TFConfig
 from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,

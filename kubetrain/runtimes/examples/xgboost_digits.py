@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from kubetrain.podcontract import ContractError
 from kubetrain.runtimes import xgboost as kt_xgb
-from kubetrain.runtimes.contract import ContractError
 from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,

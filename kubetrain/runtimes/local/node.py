@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubetrain.runtimes.contract import names as n
-from kubetrain.runtimes.contract import progress
+from kubetrain.podcontract import names as n
+from kubetrain.podcontract import progress
 
 __all__ = ["RUN_MARKER", "LocalNode", "base_env", "is_mpi_worker"]
 

@@ -28,7 +28,7 @@ from typing import Any
 from kubetrain.api import TrainerStatus
 from kubetrain.api.trainerstatus import from_report
 from kubetrain.common.servingcert import generate, load_pem
-from kubetrain.runtimes.contract.progress import CA_CERT_ENV, MAX_BODY_BYTES, TOKEN_ENV, URL_ENV, status_path
+from kubetrain.podcontract.progress import CA_CERT_ENV, MAX_BODY_BYTES, TOKEN_ENV, URL_ENV, status_path
 
 __all__ = ["ReportReceiver"]
 

@@ -5,7 +5,7 @@
         loss = train_step()
         progress.report(step=step + 1, total=total, loss=loss, accuracy=acc)
 
-The operator (or `kubetrain run --local`) injects the KEP-2779 env (`kubetrain.runtimes.contract.progress`);
+The operator (or `kubetrain run --local`) injects the KEP-2779 env (`kubetrain.podcontract.progress`);
 without it, `report` does nothing, so the same script runs anywhere. Callbacks for Keras, Hugging Face
 Transformers, PyTorch Lightning and XGBoost are in `kubetrain.runtimes.progress.callbacks`.
 
@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubetrain.runtimes.contract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV, report_body
+from kubetrain.podcontract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV, report_body
 
 __all__ = ["HttpSender", "Refused", "Reporter", "default_reporter", "flush", "http_sender", "report"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kubetrain.controllers.tensorflow import TFJobController
-from kubetrain.runtimes.contract import TFConfig
+from kubetrain.podcontract import TFConfig
 from kubetrain.runtimes.local.runner import Outcome
 
 from .conftest import Runner, python

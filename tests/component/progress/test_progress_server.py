@@ -26,7 +26,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> ServingTls:
 
 
 async def _start(
-    tls: ServingTls, *, max_connections: int = 4, idle_timeout: float = 120.0
+    tls: ServingTls, *, max_connections: int = 4, idle_timeout: float = 120.0, per_peer: int = 32
 ) -> tuple[Plane, ProgressServer]:
     """A served endpoint whose one job mnist has the pod mnist-master-0."""
     plane = Plane()
@@ -35,7 +35,11 @@ async def _start(
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(tls.crt, tls.key)
     server = ProgressServer(
-        plane.endpoint, ssl_context=context, max_connections=max_connections, idle_timeout=idle_timeout
+        plane.endpoint,
+        ssl_context=context,
+        max_connections=max_connections,
+        idle_timeout=idle_timeout,
+        per_peer=per_peer,
     )
     await server.start("127.0.0.1", 0)
     return plane, server
@@ -85,19 +89,20 @@ async def test_an_oversized_body_is_refused_from_its_length_and_other_methods_ar
     assert await plane.stored_progress() is None
 
 
-async def test_connections_past_the_cap_are_closed_unanswered(
+async def test_past_the_cap_a_new_connection_is_served_and_the_oldest_one_goes(
     served: tuple[Plane, ProgressServer], tls: ServingTls
 ) -> None:
+    """Connections held open (here 4 at the cap of 4) cannot lock the pods out: the newest is served, and
+    the oldest of the peer holding most is closed."""
     _, server = served
     client = ssl.create_default_context(cafile=str(tls.ca_crt))
     held = [await asyncio.open_connection("127.0.0.1", server.port, ssl=client) for _ in range(4)]
-    await asyncio.sleep(0.1)  # the server has taken them all
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=client)
-    writer.write(b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-    assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, nothing answered
-    for _, w in [*held, (reader, writer)]:
-        w.close()
-    assert await asyncio.to_thread(_post, server.port, tls.ca_crt, b"{}") == 401  # served again once freed
+    try:
+        assert await asyncio.to_thread(_post, server.port, tls.ca_crt, b"{}") == 401  # served past the cap
+        assert await asyncio.wait_for(held[0][0].read(), 5) == b"", "the oldest was closed"
+    finally:
+        for _, writer in held:
+            writer.close()
 
 
 async def test_a_pods_reports_share_one_connection_until_it_idles_out(
@@ -122,4 +127,38 @@ async def test_a_pods_reports_share_one_connection_until_it_idles_out(
         assert (await plane.stored_progress())["progressPercentage"] == 40
     finally:
         send.close()
+        await server.stop()
+
+
+async def test_a_refused_report_closes_its_connection_at_once(
+    served: tuple[Plane, ProgressServer], tls: ServingTls
+) -> None:
+    """Issue 35, defect 4: a 401 was kept alive for the 120 s of a reporting pod's connection."""
+    _, server = served
+    client = ssl.create_default_context(cafile=str(tls.ca_crt))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=client)
+    try:
+        writer.write(b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        answer = await asyncio.wait_for(reader.read(), 5)  # the whole answer, then the end of the stream
+        assert answer.startswith(b"HTTP/1.1 401 ") and b"connection: close" in answer.lower()
+    finally:
+        writer.close()
+
+
+async def test_one_peer_past_its_cap_closes_only_its_own_connections(tls: ServingTls) -> None:
+    """Issue 35, defect 4: with no per-peer cap, one address could hold all of the endpoint's slots."""
+    _, server = await _start(tls, max_connections=8, per_peer=2)
+    client = ssl.create_default_context(cafile=str(tls.ca_crt))
+    other = await asyncio.open_connection("127.0.0.1", server.port, ssl=client, local_addr=("127.0.0.2", 0))
+    try:
+        mine = [await asyncio.open_connection("127.0.0.1", server.port, ssl=client) for _ in range(3)]
+        assert await asyncio.wait_for(mine[0][0].read(), 5) == b"", "its own oldest was closed"
+        other[1].write(b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        assert (await asyncio.wait_for(other[0].read(), 5)).startswith(b"HTTP/1.1 401 "), (
+            "the other peer's is served"
+        )
+        for _, writer in mine:
+            writer.close()
+    finally:
+        other[1].close()
         await server.stop()

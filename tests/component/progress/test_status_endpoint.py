@@ -357,7 +357,7 @@ async def test_each_jobs_progress_and_numeric_metrics_are_gauges_removed_with_th
     assert 'job_name="mnist"' not in text
 
 
-async def test_a_flood_costs_no_parse_and_no_write_beyond_one_per_interval(
+async def test_a_flood_costs_no_token_review_and_no_write_beyond_one_per_interval(
     plane: Plane,
 ) -> None:
     token = plane.tokens.issue("good", "team-a", "mnist-master-0")
@@ -378,18 +378,69 @@ async def test_a_flood_costs_no_parse_and_no_write_beyond_one_per_interval(
     assert plane.count("kubetrain_progress_status_writes_total", result="written") == 2
 
 
-async def test_an_early_report_is_parsed_when_written_and_an_invalid_one_dropped(plane: Plane) -> None:
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        (b"[" * 5000, "deeper than 32 levels"),  # about 5 KB: under the size cap, over json's recursion
+        (b'{"trainerStatus": {"metrics": ' + b"[" * 31 + b"1" + b"]" * 31 + b"}}", "deeper than 32 levels"),
+        (_body(progressPercentage=101), "trainerStatus.progressPercentage: Input should be less than"),
+        (b'{"trainerStatus": [1]}', '{"trainerStatus": {...}}'),
+        (b"\xff\xfe", "not JSON"),
+    ],
+    ids=["nested-5000", "nested-in-a-field", "out-of-bounds", "not-an-object", "not-utf8"],
+)  # fmt: skip
+async def test_an_early_report_is_checked_on_receipt_and_refused_naming_the_problem(
+    plane: Plane, body: bytes, why: str
+) -> None:
+    """Issue 35, defect 1: a report that came before its job's write was due was kept unparsed and answered
+    202; 5,000 nested [ then raised RecursionError in the writer loop, which stopped the operator."""
     token = plane.tokens.issue("good", "team-a", "mnist-master-0")
     await plane.endpoint.handle(PATH, token, _body(progressPercentage=1))
     await plane.coalescer.write_due()
-    early = await plane.endpoint.handle(PATH, token, _body(progressPercentage=101))
-    assert early.status == HTTPStatus.OK  # kept unparsed until its write is due
+    early = await plane.endpoint.handle(PATH, token, body)
+    assert (early.status, why in early.message) == (HTTPStatus.BAD_REQUEST, True), early.message
     await plane.clock.advance(10.0)
     await plane.coalescer.write_due()
     assert (await plane.stored_progress())["progressPercentage"] == 1
-    assert plane.count("kubetrain_progress_status_writes_total", result="invalid") == 1
-    late = await plane.endpoint.handle(PATH, token, _body(progressPercentage=101))
-    assert late.status == HTTPStatus.BAD_REQUEST, "a report due for writing is checked at once"
+    assert plane.count("kubetrain_progress_requests_total", result="invalid") == 1
+
+
+class Exploding(InMemoryApiClient):
+    """A client whose status patch of one job fails with a bug (not an API error)."""
+
+    async def patch(self, resource: Any, namespace: Any, name: str, *args: Any, **kw: Any) -> Obj:
+        if name == "bad":
+            raise RuntimeError("a bug in the write path")
+        return await super().patch(resource, namespace, name, *args, **kw)
+
+
+async def test_a_write_that_raises_is_logged_and_the_writer_loop_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Whatever one report does, the loop that writes every job's progress does not die (it is a runnable of
+    the Manager: its end would stop every controller); the bug is logged with its traceback."""
+    clock, registry = FakeClock(), CollectorRegistry()
+    api = Exploding(clock=clock, status_subresources=[JOBS])
+    coalescer = Coalescer(api, interval=10.0, clock=clock, registry=registry)
+    for name in ("bad", "good"):
+        await api.create(
+            JOBS,
+            "team-a",
+            {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name}},
+        )
+    writer = asyncio.ensure_future(coalescer.run())
+    try:
+        coalescer.offer(JobKey(PYTORCHJOB, "team-a", "bad"), TrainerStatus(progress_percentage=5))
+        coalescer.offer(JobKey(PYTORCHJOB, "team-a", "good"), TrainerStatus(progress_percentage=7))
+        await clock.advance(0)
+        job = await api.get(JOBS, "team-a", "good")
+        assert job["status"]["trainerStatus"]["progressPercentage"] == 7
+        assert not writer.done(), "the writer loop is still running"
+        assert registry.get_sample_value("kubetrain_progress_status_writes_total", {"result": "error"}) == 1
+        logged = [r for r in caplog.records if r.exc_info and "team-a/bad" in r.getMessage()]
+        assert logged and str(logged[0].exc_info[1]) == "a bug in the write path"  # type: ignore[index]
+    finally:
+        writer.cancel()
 
 
 async def test_the_interval_grows_with_the_reporting_jobs_so_writes_stay_within_their_rate() -> None:

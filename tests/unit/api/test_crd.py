@@ -12,14 +12,15 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from kubetrain.api import KINDS, KindInfo, podschema
-from kubetrain.api.crd import GENERATED_HEADER, crd_file_name, generate_crds
+from kubetrain.api import JAXJOB, KINDS, KindInfo, ValidationRule, podschema
+from kubetrain.api.crd import GENERATED_HEADER, crd_file_name, custom_resource_definition, generate_crds
 from kubetrain.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -207,3 +208,33 @@ def test_every_cel_rule_message_names_its_field(info: KindInfo) -> None:
     assert len(rules) >= 6
     for rule in rules:
         assert rule["message"].startswith(("spec.", "metadata.")), rule
+
+
+def _own_kind(*rules: ValidationRule) -> KindInfo:
+    return replace(JAXJOB, group="example.dev", kind="NapJob", plural="", singular="", operator_name="",
+                   controller_name="", managed_by_values=(), label_prefix="", validations=rules)  # fmt: skip
+
+
+def test_a_kind_of_ones_own_carries_its_cel_rules_where_at_says() -> None:
+    on_job = ValidationRule(rule="size(self.metadata.name) <= 20", message="metadata.name: at most 20")
+    on_specs = ValidationRule(
+        rule="self.all(k, !has(self[k].replicas) || self[k].replicas <= 4)",
+        message="spec.jaxReplicaSpecs: at most 4 replicas; lower replicas",
+        at="spec.jaxReplicaSpecs",
+        field_path=".Worker",
+    )
+    schema = custom_resource_definition(_own_kind(on_job, on_specs))["spec"]["versions"][0]["schema"]
+    root = schema["openAPIV3Schema"]
+    specs = root["properties"]["spec"]["properties"]["jaxReplicaSpecs"]
+    assert root["x-kubernetes-validations"][-1] == {"rule": on_job.rule, "message": on_job.message}
+    assert specs["x-kubernetes-validations"][-1] == {
+        "rule": on_specs.rule, "message": on_specs.message, "fieldPath": ".Worker"
+    }  # fmt: skip
+
+
+def test_a_rule_at_no_field_is_refused_naming_the_fix() -> None:
+    bad = ValidationRule(rule="true", message="-", at="spec.jaxReplicaSpec")
+    with pytest.raises(
+        ValueError, match=r"at='spec.jaxReplicaSpec' names no field .* 'spec.jaxReplicaSpecs'"
+    ):
+        custom_resource_definition(_own_kind(bad))

@@ -69,6 +69,7 @@ PUBLIC = {
     "latest_metric",
     # kinds
     "KindInfo",
+    "ValidationRule",
     "KINDS",
     "JAXJOB",
     "PADDLEJOB",

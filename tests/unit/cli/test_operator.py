@@ -17,10 +17,10 @@ from collections.abc import Iterator
 import pytest
 
 from kubetrain.api import KINDS, TFJOB
-from kubetrain.cli import main, operator_app
+from kubetrain.cli import main
+from kubetrain.cli.operator import app as operator_app
 from kubetrain.cli.operator import build_operator_parser
-from kubetrain.cli.operator_logs import configure_logging
-from kubetrain.cli.operator_options import (
+from kubetrain.cli.operator.options import (
     DEFAULTS,
     SERVICE_MODES,
     LogFormat,
@@ -34,6 +34,7 @@ from kubetrain.common.errors import ApiError, Forbidden, NotFound, TransportErro
 from kubetrain.common.job import ServiceMode
 from kubetrain.common.kube.http import TLS_READ_BUFFER
 from kubetrain.common.kube.informer import CacheSyncError
+from kubetrain.common.logformat import configure_logging
 from kubetrain.common.logs import ReconcileContext, reconcile_context
 from kubetrain.controllers.registry import (
     CONTROLLERS,

@@ -1,6 +1,6 @@
 """Every flag of training-operator v1.9.4 and mpi-operator v0.8.0, as `kubetrain operator` takes it.
 
-Table-driven over `kubetrain.cli.operator_kubeflow.FLAGS`: an alias gives the same options as kubetrain's
+Table-driven over `kubetrain.cli.operator.kubeflow.FLAGS`: an alias gives the same options as kubetrain's
 own flag with the same value, in both Go spellings (`--name`, `-name`); a conversion gives what its
 kubetrain flag would; a no-op changes nothing; a refusal is one line naming the flag and what to use.
 That the table lists exactly the Go binaries' flags is checked against their `--help` on the plane
@@ -16,7 +16,7 @@ import pytest
 
 from kubetrain.cli import main
 from kubetrain.cli.operator import build_operator_parser
-from kubetrain.cli.operator_kubeflow import (
+from kubetrain.cli.operator.kubeflow import (
     FLAGS,
     MPI_OPERATOR,
     TRAINING_OPERATOR,
@@ -24,7 +24,7 @@ from kubetrain.cli.operator_kubeflow import (
     KubeflowFlag,
     markdown_table,
 )
-from kubetrain.cli.operator_options import OperatorOptions, OptionsError, options_from_args
+from kubetrain.cli.operator.options import OperatorOptions, OptionsError, options_from_args
 
 ENV = {"POD_NAMESPACE": "kubetrain-system"}
 KUBECONFIG = Path(__file__)  # any existing file: --kubeconfig only checks that it exists
@@ -191,4 +191,4 @@ def test_none_shows_in_help_whose_epilog_points_to_the_table(capsys: pytest.Capt
 
 def test_docs_migrating_prints_the_table() -> None:
     doc = Path(__file__).resolve().parents[3] / "docs" / "migrating.md"
-    assert markdown_table() in doc.read_text(), "paste kubetrain.cli.operator_kubeflow.markdown_table()"
+    assert markdown_table() in doc.read_text(), "paste kubetrain.cli.operator.kubeflow.markdown_table()"

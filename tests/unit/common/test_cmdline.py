@@ -55,3 +55,40 @@ def test_leader_election_outside_a_cluster_needs_a_namespace(monkeypatch: pytest
 def test_an_operator_needs_a_controller() -> None:
     with pytest.raises(ValueError, match="at least one JobController"):
         Operator([])
+
+
+def test_the_go_style_spellings_any_operator_takes() -> None:
+    """The same declarations as `kubetrain operator`'s: booleans as --flag=false, levels in any case,
+    namespaces comma-separated."""
+    config = _config("--leader-elect=false", "--metrics-secure=false", "--namespace=a,b", "--log-level=DEBUG")
+    assert (config.leader_election, config.metrics_secure, config.namespaces) == (None, False, ("a", "b"))
+    assert operator_parser().parse_args(["--log-level=DEBUG"]).log_level == "debug"
+
+
+def test_the_lease_timings_reach_the_election(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "ops")
+    config = _config(
+        "--leader-elect", "--leader-election-lease-duration=30", "--leader-election-renew-deadline=20"
+    )
+    assert config.leader_election is not None
+    assert (config.leader_election.lease_duration, config.leader_election.renew_deadline) == (30, 20)
+    with pytest.raises(ValueError, match="--leader-election-retry-period/-renew-deadline/-lease-duration"):
+        _config("--leader-elect", "--leader-election-renew-deadline=20")
+
+
+def test_kubetrain_operator_is_built_on_the_same_flags() -> None:
+    """Every flag of the library is `kubetrain operator`'s too, with its own defaults where they differ."""
+    from kubetrain.cli.operator import build_operator_parser  # noqa: PLC0415
+
+    ours, library = build_operator_parser(), operator_parser()
+    for action in library._actions[1:]:  # after -h
+        theirs = next(a for a in ours._actions if a.option_strings == action.option_strings)
+        assert (type(theirs), theirs.dest, theirs.metavar) == (type(action), action.dest, action.metavar)
+    args = ours.parse_args([])
+    assert (args.leader_elect, args.workers, args.log_format, args.metrics_bind_address) == (
+        True,
+        5,
+        "json",
+        ":8080",
+    )
+    assert operator_parser().parse_args([]).leader_election_id is None

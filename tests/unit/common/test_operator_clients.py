@@ -65,3 +65,32 @@ async def test_without_the_progress_endpoint_no_progress_clients_are_opened() ->
         await operator.serve()
     assert operator.clients is not None
     assert operator.clients.progress is None and operator.clients.reviews is None
+
+
+async def test_a_secure_metrics_listener_reviews_tokens_on_the_reviews_client_not_the_controllers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35, defect 2: each junk token on /metrics cost a TokenReview on the controllers' client."""
+    seen: dict[str, Any] = {}
+
+    async def metrics_security(*, secure: bool, cert_path: str | None, api: Any) -> None:
+        seen.update(secure=secure, api=api)
+        raise _Stop
+
+    monkeypatch.setattr("kubetrain.common.operator.metrics_security", metrics_security)
+    config = OperatorConfig(
+        metrics_address=("127.0.0.1", 0), metrics_secure=True, progress=None, kueue_integration="none"
+    )
+    operator = _Watching([PyTorchJobController], config)
+    with pytest.raises(_Stop):
+        await operator.serve()
+    clients = operator.clients
+    assert seen["secure"] is True and clients is not None and clients.reviews is not None
+    assert seen["api"] is clients.reviews and clients.reviews is not clients.api, "the reviews' own client"
+
+
+class _Watching(Operator):
+    clients: Clients | None = None
+
+    async def prepare(self, clients: Clients) -> None:
+        self.clients = clients

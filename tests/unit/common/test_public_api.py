@@ -11,7 +11,19 @@ import pytest
 
 PUBLIC = {
     "": ["Operator", "OperatorConfig", "run"],
-    "cmdline": ["config_from_args", "operator_parser", "parse_address", "run"],
+    "cmdline": [
+        "DEFAULTS", "FlagDefaults", "Section", "add_operator_flags", "config_from_args", "operator_parser",
+        "parse_address", "run",
+    ],
+    "flagvalues": [
+        "DNS_SUBDOMAIN", "SERVICE_ACCOUNT_NAMESPACE_FILE", "Address", "BoolFlag", "FlagError",
+        "leader_election", "own_namespace", "parse_address", "parse_namespaces", "split_list",
+    ],
+    "logformat": ["JsonFormatter", "LogFormat", "TextFormatter", "configure_logging"],
+    "kueue": [
+        "AUTO", "DEFAULT_KUEUE_CONFIG", "KueueIntegration", "NONE", "QUEUE_LABEL", "RESOURCE_FLAVORS",
+        "WORKLOADS", "parse_setting", "resolve", "workload_name",
+    ],
     "operator": ["Clients", "ConnectError", "Operator", "OperatorConfig"],
     "clock": ["Clock", "SystemClock", "wait_with_deadline"],
     "controller": ["Controller"],

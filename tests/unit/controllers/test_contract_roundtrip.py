@@ -1,4 +1,4 @@
-"""The env a controller renders parses back, with `kubetrain.runtimes.contract`, into what the pod must know.
+"""The env a controller renders parses back, with `kubetrain.podcontract`, into what the pod must know.
 
 Both sides share one definition; these tests make sure the controller uses it the way the code in the pods
 reads it: every replica of every TF and PyTorch example, plus the variants the examples do not cover.
@@ -14,7 +14,7 @@ import pytest
 from kubetrain.api import load_valid_jobs
 from kubetrain.controllers.pytorch import PyTorchJobController
 from kubetrain.controllers.tensorflow import TFJobController
-from kubetrain.runtimes.contract import (
+from kubetrain.podcontract import (
     ContractError,
     MasterEnv,
     RendezvousEnv,

@@ -27,8 +27,7 @@ from kubetrain.common.kube.store import Store
 from kubetrain.common.testing import FakeClock, MemoryEventRecorder
 from kubetrain.controllers.mpi import LAUNCHER_BACKOFF_LIMIT, MPIJobController
 from kubetrain.controllers.settings import ControllerSettings
-from kubetrain.runtimes import mpi as pod_side
-from kubetrain.runtimes.contract import (
+from kubetrain.podcontract import (
     DiscoverHosts,
     Hostfile,
     MPIImplementation,
@@ -36,6 +35,7 @@ from kubetrain.runtimes.contract import (
     launcher_env,
     names,
 )
+from kubetrain.runtimes import mpi as pod_side
 
 NS = "team-a"
 
@@ -472,7 +472,7 @@ def test_a_hostfile_beyond_a_configmaps_mebibyte_fails_the_job_saying_why() -> N
 def test_cryptography_is_loaded_only_for_the_first_key() -> None:
     """7.5 MiB an idle operator does not pay (bench/operator_at_rest.py)."""
     probe = (
-        "import sys, kubetrain.cli.operator_app, kubetrain.controllers.mpi, kubetrain.controllers.registry\n"
+        "import sys, kubetrain.cli.operator.app, kubetrain.controllers.mpi, kubetrain.controllers.registry\n"
         "before = 'cryptography' in sys.modules\n"
         "from kubetrain.controllers.mpi.sshkey import generate_ssh_key\n"
         "generate_ssh_key()\n"

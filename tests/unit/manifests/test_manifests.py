@@ -23,7 +23,8 @@ import yaml
 from kubetrain.api import KINDS
 from kubetrain.api.crd import crd_file_name
 from kubetrain.cli import build_parser
-from kubetrain.cli.operator_options import options_from_args
+from kubetrain.cli.operator.options import options_from_args
+from kubetrain.common.job.labels import JOB_NAME_LABEL
 from kubetrain.testing import binaries
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -340,3 +341,28 @@ def test_scrapes_of_metrics_are_checked_where_the_install_may_and_readers_have_a
     assert "--metrics-secure=false" not in operator_container(base)["args"]
     namespaced = render(OVERLAYS["namespaced"])
     assert "--metrics-secure=false" in operator_container(namespaced)["args"], "no TokenReview rights there"
+
+
+def test_the_network_policy_lets_only_scrapers_and_training_pods_reach_the_operator(
+    rendered: tuple[str, list[Obj]],
+) -> None:
+    """Issue 35: no NetworkPolicy was shipped, so anyone on the pod network reached every port. The probe
+    port gets no rule (NetworkPolicy never blocks the node's own kubelet); metrics come from the monitoring
+    namespace or one labelled for it; progress from pods that carry a job's name label, in any namespace."""
+    _, objects = rendered
+    policy = one(objects, "NetworkPolicy", "kubetrain-operator")["spec"]
+    template = one(objects, "Deployment", "kubetrain-operator")["spec"]["template"]
+    assert policy["podSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+    assert policy["policyTypes"] == ["Ingress"], "the operator's own calls to the API server stay open"
+    ports = {p["name"] for p in operator_container(objects)["ports"]}
+    by_port = {port["port"]: rule["from"] for rule in policy["ingress"] for port in rule["ports"]}
+    assert set(by_port) == ports - {"health"}
+    scrapers = [peer["namespaceSelector"]["matchLabels"] for peer in by_port["metrics"]]
+    assert scrapers == [
+        {"kubernetes.io/metadata.name": "monitoring"},
+        {"kubetrain.io/metrics-scraper": "true"},
+    ]
+    assert all(set(peer) == {"namespaceSelector"} for peer in by_port["metrics"])
+    (pods,) = by_port["progress"]
+    assert pods["namespaceSelector"] == {}
+    assert pods["podSelector"]["matchExpressions"] == [{"key": JOB_NAME_LABEL, "operator": "Exists"}]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.runtimes.contract import ContractError, JaxEnv
+from kubetrain.podcontract import ContractError, JaxEnv
 
 ENV = JaxEnv(coordinator_address="job-worker-0", coordinator_port=6666, num_processes=3, process_id=2)
 RENDERED = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.runtimes.contract import (
+from kubetrain.podcontract import (
     ContractError,
     DiscoverHosts,
     Hostfile,

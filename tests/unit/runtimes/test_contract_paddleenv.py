@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.runtimes.contract import ContractError, PaddleEnv, PaddleRole
+from kubetrain.podcontract import ContractError, PaddleEnv, PaddleRole
 
 POD_IP = {"fieldRef": {"fieldPath": "status.podIP"}}
 

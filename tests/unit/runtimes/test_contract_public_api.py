@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import kubetrain.runtimes.contract as contract
-from kubetrain.runtimes.contract import progress
+import kubetrain.podcontract as contract
+from kubetrain.podcontract import progress
 
 
 def test_public_api_is_pinned() -> None:
@@ -62,7 +62,7 @@ def test_importing_the_contract_and_the_pod_helpers_pulls_no_third_party_module(
     # a fresh interpreter: which top-level modules do the contract and the pod helpers import?
     code = (
         "import sys; before = set(sys.modules); "
-        "import kubetrain.runtimes.contract, kubetrain.runtimes.torch, kubetrain.runtimes.tensorflow, "
+        "import kubetrain.podcontract, kubetrain.runtimes.torch, kubetrain.runtimes.tensorflow, "
         "kubetrain.runtimes.mpi, kubetrain.runtimes.progress, kubetrain.runtimes.progress.callbacks; "
         "print(sorted({m.split('.')[0] for m in set(sys.modules) - before}))"
     )
@@ -70,3 +70,11 @@ def test_importing_the_contract_and_the_pod_helpers_pulls_no_third_party_module(
     imported = set(eval(out))
     third_party = imported - set(sys.stdlib_module_names) - {"kubetrain"}
     assert third_party == set(), f"the contract must stay stdlib-only; it imported {third_party}"
+
+
+def test_the_old_name_still_imports_the_same_contract() -> None:
+    # users' training scripts import kubetrain.runtimes.contract (README named it); one definition behind both
+    import kubetrain.runtimes.contract as old_name  # noqa: PLC0415
+
+    assert old_name.__all__ == contract.__all__
+    assert all(getattr(old_name, name) is getattr(contract, name) for name in contract.__all__)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kubetrain.runtimes.contract import ContractError, StrategyKind, TFConfig, TFTask
+from kubetrain.podcontract import ContractError, StrategyKind, TFConfig, TFTask
 
 PS_CLUSTER = {
     "worker": ("job-worker-0.ns.svc:2222", "job-worker-1.ns.svc:2222"),

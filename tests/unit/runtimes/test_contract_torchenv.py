@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.runtimes.contract import ContractError, MasterEnv, RendezvousEnv, TorchEnv, TorchProcess
+from kubetrain.podcontract import ContractError, MasterEnv, RendezvousEnv, TorchEnv, TorchProcess
 
 MASTER = MasterEnv(addr="job-master-0", port=23456, world_size=3, rank=2)
 

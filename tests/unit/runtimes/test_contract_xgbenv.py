@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.runtimes.contract import ContractError, XGBoostEnv
+from kubetrain.podcontract import ContractError, XGBoostEnv
 
 ENV = XGBoostEnv(
     master_addr="job-master-0",

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from kubetrain.podcontract import ContractError
 from kubetrain.runtimes import jax as kt_jax
-from kubetrain.runtimes.contract import ContractError
 
 ENV = {
     "COORDINATOR_ADDRESS": "job-worker-0",

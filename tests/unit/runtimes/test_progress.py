@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from kubetrain.podcontract.progress import MAX_METRICS, URL_ENV, report_body
 from kubetrain.runtimes import progress
-from kubetrain.runtimes.contract.progress import MAX_METRICS, URL_ENV, report_body
 from kubetrain.runtimes.progress import Reporter, http_sender
 
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from kubetrain.podcontract import ContractError, XGBoostEnv
 from kubetrain.runtimes import xgboost as kt_xgb
-from kubetrain.runtimes.contract import ContractError, XGBoostEnv
 
 MASTER = XGBoostEnv(
     master_addr="job-master-0.job",

@@ -47,11 +47,11 @@ def test_a_sleepjob_runs_to_succeeded(plane: ControlPlane) -> None:
     operator = subprocess.Popen([sys.executable, "-m", "sleepjob", *argv], cwd=ROOT)
     try:
         plane.kubectl("apply", "-f", str(SAMPLE), namespace=namespace)
-        conditions = _wait_for(plane, namespace, "Succeeded")
+        finished = _wait_until_finished(plane, namespace)
     finally:
         operator.terminate()
         code = operator.wait(timeout=60)
-    assert [c["type"] for c in conditions if c["status"] == "True"][-1] == "Succeeded"
+    assert finished["type"] == "Succeeded", f"the job finished {finished['type']}: {finished.get('message')}"
     pod = json.loads(plane.kubectl("get", "pod/sleepjob-sample-sleeper-1", "-ojson", namespace=namespace).stdout)
     env = {var["name"]: var["value"] for var in pod["spec"]["containers"][0]["env"]}
     assert (env["SLEEPER_INDEX"], env["SLEEPERS"]) == ("1", "2"), "configure_pod's env"
@@ -59,13 +59,31 @@ def test_a_sleepjob_runs_to_succeeded(plane: ControlPlane) -> None:
     assert code == 0, "the operator stops cleanly on SIGTERM"
 
 
-def _wait_for(plane: ControlPlane, namespace: str, condition: str, timeout: float = 90) -> list[Any]:
-    """The job's conditions once `condition` is True; polled, as `kubectl wait` would."""
+def test_too_many_sleepers_are_refused_at_apply(plane: ControlPlane) -> None:
+    """The kind's own CEL rule (KindInfo.validations), checked by the API server: no operator runs here."""
+    namespace = plane.create_namespace()
+    as_json = plane.kubectl("create", "--dry-run=client", "-ojson", "-f", str(SAMPLE), namespace=namespace)
+    job = json.loads(as_json.stdout)
+    job["spec"]["sleepReplicaSpecs"]["Sleeper"]["replicas"] = 9
+    refused = plane.kubectl("apply", "-f", "-", input=json.dumps(job), namespace=namespace, check=False)
+    assert refused.returncode != 0, "the API server accepted 9 sleepers"
+    assert "spec.sleepReplicaSpecs: Invalid value" in refused.stderr, refused.stderr
+    assert "a SleepJob sleeps on at most 8 pods; lower replicas" in refused.stderr, refused.stderr
+    job["spec"]["sleepReplicaSpecs"]["Sleeper"]["replicas"] = 8
+    plane.kubectl("apply", "-f", "-", input=json.dumps(job), namespace=namespace)
+
+
+def _wait_until_finished(plane: ControlPlane, namespace: str, timeout: float = 90) -> dict[str, Any]:
+    """The job's first terminal condition (Succeeded or Failed) once it is True, printed; polled, as
+    `kubectl wait` would. A job that fails is reported at once, not after `timeout`."""
     deadline, conditions = time.monotonic() + timeout, list[Any]()
     while time.monotonic() < deadline:
         shown = plane.kubectl("get", "sleepjobs.example.dev/sleepjob-sample", "-ojson", namespace=namespace)
         conditions = list(json.loads(shown.stdout).get("status", {}).get("conditions", []))
-        if any(c["type"] == condition and c["status"] == "True" for c in conditions):
-            return conditions
+        for condition in conditions:
+            if condition["type"] in ("Succeeded", "Failed") and condition["status"] == "True":
+                reason, message = condition.get("reason"), condition.get("message")
+                print(f"sleepjob-sample: {condition['type']} ({reason}): {message}")
+                return dict(condition)
         time.sleep(0.5)
-    raise AssertionError(f"no {condition} within {timeout} s; conditions: {conditions}")
+    raise AssertionError(f"neither Succeeded nor Failed within {timeout} s; conditions: {conditions}")

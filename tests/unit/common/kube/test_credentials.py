@@ -161,7 +161,7 @@ def test_importing_the_operator_does_not_load_kubernetes_asyncio_aiohttp_or_rich
         import sys
         import kubetrain.cli
         kubetrain.cli.build_parser()
-        import kubetrain.cli.operator_app, kubetrain.common.kube.rest, kubetrain.common.manager
+        import kubetrain.cli.operator.app, kubetrain.common.kube.rest, kubetrain.common.manager
         heavy = {'kubernetes_asyncio', 'aiohttp', 'yarl', 'multidict', 'rich', 'tqdm'}
         print(sorted({m.split('.')[0] for m in sys.modules} & heavy))
         """

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.common.progress.inject import MOUNT_PATH, VOLUME, ProgressInjection, token_audience
-from kubetrain.runtimes.contract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV
+from kubetrain.podcontract.progress import CA_CERT_ENV, TOKEN_ENV, URL_ENV
 
 INJECTION = ProgressInjection("https://kubetrain-operator.kubetrain-system.svc:8443")
 WHERE = {"api_version": "kubeflow.org/v1", "plural": "pytorchjobs", "namespace": "team-a", "name": "mnist"}

@@ -1,18 +1,26 @@
-"""The TokenReview fallback for the tokens the issuer's keys cannot settle: its answer counts only for the
-job's audience (defect 6), one review per token, refusals cached too, and at most `max_pending` at once (a
-flood of junk tokens is turned away, not queued)."""
+"""The TokenReview fallback for the tokens the issuer's keys cannot settle: only those are reviewed, for the
+job's own audience; the answer counts only for that audience (defect 6); one review per token and
+audience, refusals cached too; past the bounded reviews a token is refused at once (`ReviewsBusy`, 503)
+rather than queued; a review nobody waits for any more is cancelled."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
+import jwt
+import pytest
+
+from kubetrain.common.errors import TransportError
+from kubetrain.common.kube.authn import ReviewsBusy, TokenAuthenticator
 from kubetrain.common.kube.fake import InMemoryApiClient
 from kubetrain.common.kube.resources import Obj
-from kubetrain.common.progress.review import ReviewBudget
+from kubetrain.common.progress.review import ProgressAuthenticator
+from kubetrain.common.progress.tokens import IssuerKeys, TokenVerifier
 from kubetrain.common.testing import FakeClock
 
 AUDIENCE = "kubetrain-progress/kubeflow.org/v1/namespaces/team-a/pytorchjobs/mnist/status"
+OTHER = "kubetrain-progress/kubeflow.org/v1/namespaces/team-a/pytorchjobs/other/status"
 
 
 class Reviews(InMemoryApiClient):
@@ -20,10 +28,11 @@ class Reviews(InMemoryApiClient):
 
     def __init__(self, audiences: list[str], gate: asyncio.Event | None = None) -> None:
         super().__init__(clock=FakeClock())
-        self.audiences, self.gate, self.sent = audiences, gate, 0
+        self.audiences, self.gate = audiences, gate
+        self.sent: list[Obj] = []
 
     async def create(self, res: object, namespace: str | None, body: Obj, *, read_back: bool = True) -> Obj:
-        self.sent += 1
+        self.sent.append(body["spec"])
         if self.gate is not None:
             await self.gate.wait()
         user = {"username": "system:serviceaccount:team-a:default"}
@@ -38,42 +47,71 @@ async def _until(condition: Callable[[], bool]) -> None:
     raise AssertionError("never came true")
 
 
+async def _no_keys(path: str) -> Obj:
+    raise TransportError("the API server cannot be read")
+
+
+def _progress(api: Reviews, **bounds: int) -> ProgressAuthenticator:
+    """The endpoint's authenticator whose keys settle nothing (none could be read): every JWT is reviewed."""
+    clock = FakeClock()
+    verifier = TokenVerifier(IssuerKeys(_no_keys, clock=clock), clock=clock)
+    return ProgressAuthenticator(verifier, TokenAuthenticator(api, clock=clock, **bounds))
+
+
+ELSEWHERE_KEY = "the key of an issuer this operator does not know"
+
+
+def _jwt(subject: str = "a") -> str:
+    return jwt.encode({"iss": "https://elsewhere", "sub": subject}, ELSEWHERE_KEY, algorithm="HS256")
+
+
 async def test_an_answer_for_another_audience_is_a_refusal() -> None:
     """A server that ignores spec.audiences answers with its own: that token is not meant for this job."""
-    ignoring = ReviewBudget(Reviews(["https://kubernetes.default.svc"]), clock=FakeClock())
-    assert await ignoring.review("t", AUDIENCE) is None
-    honouring = ReviewBudget(Reviews([AUDIENCE]), clock=FakeClock())
-    identity = await honouring.review("t", AUDIENCE)
+    ignoring = Reviews(["https://kubernetes.default.svc"])
+    assert await _progress(ignoring).authenticate(_jwt(), AUDIENCE) is None
+    assert ignoring.sent == [{"token": _jwt(), "audiences": [AUDIENCE]}], "asked for the job's audience"
+    honouring = _progress(Reviews([AUDIENCE]))
+    identity = await honouring.authenticate(_jwt(), AUDIENCE)
     assert identity is not None and identity.audiences == (AUDIENCE,)
+    assert honouring.unsettled == 1
 
 
-async def test_answers_are_cached_refusals_too() -> None:
-    api = Reviews(["other"])
-    budget = ReviewBudget(api, clock=FakeClock())
+async def test_only_a_token_the_keys_cannot_settle_is_reviewed() -> None:
+    api = Reviews([AUDIENCE])
+    assert await _progress(api).authenticate("not-a-jwt", AUDIENCE) is None
+    assert api.sent == [], "a token no issuer would sign is refused without asking the API server"
+
+
+async def test_answers_are_cached_per_audience_refusals_too() -> None:
+    api = Reviews([AUDIENCE])
+    progress = _progress(api)
     for _ in range(5):
-        assert await budget.review("junk", AUDIENCE) is None
-    assert api.sent == 1
+        assert await progress.authenticate(_jwt(), OTHER) is None
+        assert await progress.authenticate(_jwt(), AUDIENCE) is not None
+    assert [spec["audiences"] for spec in api.sent] == [[OTHER], [AUDIENCE]]
 
 
-async def test_at_most_max_pending_reviews_at_once_the_rest_turned_away() -> None:
+async def test_past_the_bounded_reviews_a_token_is_refused_at_once_not_queued() -> None:
     gate = asyncio.Event()
     api = Reviews([AUDIENCE], gate)
-    budget = ReviewBudget(api, max_pending=4, clock=FakeClock())
-    waiting = [asyncio.ensure_future(budget.review(f"t{i}", AUDIENCE)) for i in range(4)]
-    await _until(lambda: api.sent == 4)
-    assert await budget.review("one-more", AUDIENCE) is None
-    assert budget.turned_away == 1 and api.sent == 4
+    progress = _progress(api, concurrency=2, backlog=2)
+    waiting = [asyncio.ensure_future(progress.authenticate(_jwt(f"t{i}"), AUDIENCE)) for i in range(4)]
+    await _until(lambda: len(api.sent) == 2)
+    with pytest.raises(ReviewsBusy):
+        await progress.authenticate(_jwt("one-more"), AUDIENCE)
+    assert len(api.sent) == 2 and progress.reviews.reviewing == 4
     gate.set()
     assert all(await asyncio.gather(*waiting))
+    assert len(api.sent) == 4
 
 
 async def test_a_review_nobody_waits_for_is_cancelled() -> None:
     gate = asyncio.Event()
     api = Reviews([AUDIENCE], gate)
-    budget = ReviewBudget(api, max_pending=1, clock=FakeClock())
-    waiter = asyncio.ensure_future(budget.review("t", AUDIENCE))
-    await _until(lambda: api.sent == 1)
+    progress = _progress(api, concurrency=1, backlog=0)
+    waiter = asyncio.ensure_future(progress.authenticate(_jwt("t"), AUDIENCE))
+    await _until(lambda: len(api.sent) == 1)
     waiter.cancel()  # the connection closed
-    await _until(lambda: not budget.running)
+    await _until(lambda: not progress.reviews.reviewing)
     gate.set()
-    assert await budget.review("t2", AUDIENCE) is not None, "the slot was given back"
+    assert await progress.authenticate(_jwt("t2"), AUDIENCE) is not None, "the slot was given back"

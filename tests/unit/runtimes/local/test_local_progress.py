@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kubetrain.api import TrainerStatus
-from kubetrain.runtimes.contract.progress import CA_CERT_ENV, MAX_BODY_BYTES, TOKEN_ENV, URL_ENV
+from kubetrain.podcontract.progress import CA_CERT_ENV, MAX_BODY_BYTES, TOKEN_ENV, URL_ENV
 from kubetrain.runtimes.local.console import Console
 from kubetrain.runtimes.local.progressbar import LossHistory, bar_line, sparkline
 from kubetrain.runtimes.local.reports import ReportReceiver

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from kubetrain.runtimes.contract import MasterEnv, RendezvousEnv, TFConfig, TFTask, TorchEnv
+from kubetrain.podcontract import MasterEnv, RendezvousEnv, TFConfig, TFTask, TorchEnv
 from kubetrain.runtimes.local.network import Hosts, Network, ReplicaNames
 
 HOSTS = Hosts("ns", frozenset({"job-worker-0", "job-worker-1", "job-ps-0", "job-master-0", "job-launcher"}))

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from kubetrain.runtimes.contract import names as n
-from kubetrain.runtimes.contract.errors import ContractError
-from kubetrain.runtimes.contract.values import format_host_port, optional, parse_host_port, parse_int, require
+from kubetrain.podcontract import names as n
+from kubetrain.podcontract.errors import ContractError
+from kubetrain.podcontract.values import format_host_port, optional, parse_host_port, parse_int, require
 
 __all__ = ["POD_IP_SOURCE", "PaddleEnv", "PaddleRole"]
 

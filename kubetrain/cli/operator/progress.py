@@ -1,6 +1,6 @@
 """`kubetrain operator`'s training-progress flags (`--progress-*`) turned into `ProgressOptions`.
 
-Kept apart from `operator_options` (which calls `progress_options` and names the flag of a ValueError in
+Kept apart from `options` (which calls `progress_options` and names the flag of a ValueError in
 its one-line message) so that each module stays small; nothing here connects or imports operator code.
 """
 

@@ -12,9 +12,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kubetrain.runtimes.contract import names as n
-from kubetrain.runtimes.contract.errors import ContractError
-from kubetrain.runtimes.contract.values import check_host, check_port, optional, parse_int, require
+from kubetrain.podcontract import names as n
+from kubetrain.podcontract.errors import ContractError
+from kubetrain.podcontract.values import check_host, check_port, optional, parse_int, require
 
 __all__ = ["JaxEnv"]
 

@@ -27,8 +27,7 @@ from typing import Any
 
 from kubetrain import __version__
 from kubetrain.cli.exitcodes import ExitCode
-from kubetrain.cli.operator_logs import configure_logging
-from kubetrain.cli.operator_options import OperatorOptions
+from kubetrain.cli.operator.options import OperatorOptions
 from kubetrain.common import eventloop
 from kubetrain.common.errors import (
     ApiError,
@@ -45,6 +44,7 @@ from kubetrain.common.kube.http import use_small_tls_buffers
 from kubetrain.common.kube.informer import CacheSyncError
 from kubetrain.common.kube.resources import LEASES, Resource
 from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.common.logformat import configure_logging
 from kubetrain.common.manager import Manager
 from kubetrain.common.metricsauth import MetricsSetupError
 from kubetrain.common.operator import Clients, ConnectError, Operator, OperatorConfig
@@ -132,6 +132,8 @@ class _BuiltinOperator(Operator):
             child_event_delay=options.child_event_delay,
             shutdown_grace=options.shutdown_grace,
             sync_patience=_TRANSIENT_PATIENCE,
+            kueue_integration=options.kueue_integration,
+            kueue_config=options.kueue_config,
         )
         super().__init__(list(controllers.values()), config)
         self.options = options
@@ -161,6 +163,7 @@ class _BuiltinOperator(Operator):
             workers=options.workers,
             child_event_delay=options.child_event_delay,
             progress=self.progress.injection if self.progress else None,
+            kueue=self.kueue,
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kubetrain.runtimes.contract.errors import ContractError
+from kubetrain.podcontract.errors import ContractError
 
 __all__ = [
     "check_host",

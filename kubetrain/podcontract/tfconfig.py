@@ -16,9 +16,9 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from kubetrain.runtimes.contract.errors import ContractError
-from kubetrain.runtimes.contract.names import TF_CONFIG
-from kubetrain.runtimes.contract.values import parse_host_port
+from kubetrain.podcontract.errors import ContractError
+from kubetrain.podcontract.names import TF_CONFIG
+from kubetrain.podcontract.values import parse_host_port
 
 __all__ = ["StrategyKind", "TFConfig", "TFReplicaType", "TFTask"]
 

@@ -1,4 +1,7 @@
-"""The operator's log lines: JSON objects for log collectors, or plain text for people, on stderr.
+"""An operator's log lines: JSON objects for log collectors, or plain text for people, on stderr.
+
+`--log-format` and `--log-level` (`kubetrain.common.cmdline`) choose them, for `kubetrain operator` and for
+an operator of one's own kinds alike.
 
 Both carry the reconcile context that `kubetrain.common.logs.ContextFilter` puts on each record: the
 controller, the job's namespace and name, and the reconcile id, so that every line about one job (and
@@ -13,14 +16,19 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, TextIO
 
-from kubetrain.cli.operator_options import LogFormat
 from kubetrain.common.logs import ContextFilter
 
-__all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
+__all__ = ["JsonFormatter", "LogFormat", "TextFormatter", "configure_logging"]
 
 _NOISY = ("asyncio",)
+
+
+class LogFormat(StrEnum):
+    JSON = "json"
+    TEXT = "text"
 
 
 def _context(record: logging.LogRecord) -> dict[str, str]:

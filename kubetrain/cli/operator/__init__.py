@@ -1,13 +1,15 @@
 """`kubetrain operator`: run the operator (the controllers of every kind it serves) until SIGTERM.
 
-This module is the command line only: the flags, grouped as a platform engineer looks for them, and
-their validation into one `OperatorOptions` value (a bad flag is one message naming it and the fix, exit
-2, before anything connects). `kubetrain.cli.operator_app` builds and runs the operator from it.
+This package is the command line of the built-in kinds' operator. The flags every operator has are the
+library's (`kubetrain.common.cmdline`, with this command's defaults); this module adds the ones of the
+built-in kinds, groups them all as a platform engineer looks for them, and `options` validates them into
+one `OperatorOptions` value (a bad flag is one message naming it and the fix, exit 2, before anything
+connects). `app` builds and runs the operator from it.
 
 Kubeflow's training-operator v1.9 and mpi-operator v0.8 flags are accepted where they mean something here
 (`--kube-api-qps`, `--enable-scheme`, `--controller-threads`, `--threadiness`, `--monitoring-port`...), so
 an existing Deployment's arguments carry over; the others fail naming kubetrain's equivalent. The table
-of them is `kubetrain.cli.operator_kubeflow.FLAGS` (docs/migrating.md).
+of them is `kubetrain.cli.operator.kubeflow.FLAGS` (docs/migrating.md).
 """
 
 from __future__ import annotations
@@ -17,16 +19,16 @@ import sys
 from typing import Any
 
 from kubetrain.cli.exitcodes import ExitCode
-from kubetrain.cli.operator_kubeflow import add_kubeflow_flags
-from kubetrain.cli.operator_options import (
+from kubetrain.cli.operator.kubeflow import add_kubeflow_flags
+from kubetrain.cli.operator.options import (
+    COMMON_DEFAULTS,
     DEFAULTS,
     SERVICE_MODES,
-    BoolFlag,
     GangChoice,
-    LogFormat,
     OptionsError,
     options_from_args,
 )
+from kubetrain.common.cmdline import Section, add_operator_flags
 from kubetrain.controllers.registry import CONTROLLERS
 
 __all__ = ["build_operator_parser", "register", "run"]
@@ -96,22 +98,26 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def _add_flags(parser: argparse.ArgumentParser) -> None:
-    _connection_flags(parser.add_argument_group("connection to the API server"))
-    _scope_flags(parser.add_argument_group("what the operator serves"))
-    _job_flags(parser.add_argument_group("how jobs are run"))
-    _election_flags(parser.add_argument_group("leader election (one active replica at a time)"))
-    _endpoint_flags(parser.add_argument_group("health and metrics endpoints"))
-    _log_flags(parser.add_argument_group("logging and shutdown"))
+    group = parser.add_argument_group
+    sections = {
+        Section.CONNECTION: group("connection to the API server"),
+        Section.SCOPE: group("what the operator serves"),
+    }
+    jobs = group("how jobs are run")
+    sections[Section.ELECTION] = group("leader election (one active replica at a time)")
+    sections[Section.ENDPOINTS] = group("health and metrics endpoints")
+    sections[Section.LOGGING] = group("logging and shutdown")
+    sections[Section.KUEUE] = group("Kueue (docs/ecosystem.md)")
+    add_operator_flags(parser, defaults=COMMON_DEFAULTS, sections=sections)
+    _connection_flags(sections[Section.CONNECTION])
+    _scope_flags(sections[Section.SCOPE])
+    _job_flags(jobs)
+    _progress_flags(sections[Section.ENDPOINTS])
+    _shutdown_flags(sections[Section.LOGGING])
     add_kubeflow_flags(parser)
 
 
 def _connection_flags(group: argparse._ArgumentGroup) -> None:
-    group.add_argument(
-        "--kubeconfig",
-        metavar="PATH",
-        help="kubeconfig file (default: in-cluster ServiceAccount, else $KUBECONFIG, else ~/.kube/config)",
-    )
-    group.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current context)")
     group.add_argument(
         "--qps",
         type=float,
@@ -130,23 +136,10 @@ def _connection_flags(group: argparse._ArgumentGroup) -> None:
 
 def _scope_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
-        "--namespace",
-        action="append",
-        metavar="NS",
-        help="watch only this namespace; repeat (or comma-separate) for several (default: all namespaces)",
-    )
-    group.add_argument(
         "--enable",
         action="append",
         metavar="KINDS",
         help=f"kinds to serve, comma-separated or repeated, any case (default: {','.join(CONTROLLERS)})",
-    )
-    group.add_argument(
-        "--workers",
-        type=int,
-        default=DEFAULTS.workers,
-        metavar="N",
-        help="jobs of one kind reconciled at the same time (default: %(default)d)",
     )
     group.add_argument(
         "--child-event-delay",
@@ -204,70 +197,6 @@ def _job_flags(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def _election_flags(group: argparse._ArgumentGroup) -> None:
-    group.add_argument(
-        "--leader-elect",
-        dest="leader_elect",
-        action=BoolFlag,
-        default=True,
-        help="hold a Lease so that of several replicas only one acts (default: true; "
-        "--leader-elect=false or --no-leader-elect to run without)",
-    )
-    group.add_argument("--no-leader-elect", dest="leader_elect", action="store_false", help=argparse.SUPPRESS)
-    group.add_argument(
-        "--leader-election-namespace",
-        metavar="NS",
-        help="namespace of the Lease (default: $POD_NAMESPACE, else the in-cluster ServiceAccount's)",
-    )
-    group.add_argument(
-        "--leader-election-id",
-        default=DEFAULTS.election_id,
-        metavar="NAME",
-        help="name of the Lease (default: %(default)s)",
-    )
-    for name, default, what in (
-        ("lease-duration", DEFAULTS.lease_duration, "standbys wait this long for an unrenewed Lease"),
-        ("renew-deadline", DEFAULTS.renew_deadline, "the leader stops acting if it cannot renew this long"),
-        ("retry-period", DEFAULTS.retry_period, "time between tries to take or renew the Lease"),
-    ):
-        group.add_argument(
-            f"--leader-election-{name}",
-            type=float,
-            default=default,
-            metavar="SECONDS",
-            help=f"{what} (default: %(default)g)",
-        )
-
-
-def _endpoint_flags(group: argparse._ArgumentGroup) -> None:
-    group.add_argument(
-        "--health-probe-bind-address",
-        default=DEFAULTS.health_address,
-        metavar="[HOST]:PORT",
-        help="serves /healthz, /readyz and /metrics; 0 disables (default: %(default)s)",
-    )
-    group.add_argument(
-        "--metrics-bind-address",
-        default=DEFAULTS.metrics_address,
-        metavar="[HOST]:PORT",
-        help="a second listener for /metrics, the port Prometheus scrapes; 0 disables (default: %(default)s)",
-    )
-    group.add_argument(
-        "--metrics-secure",
-        action=BoolFlag,
-        default=True,
-        help="serve /metrics over HTTPS, each scrape authenticated by TokenReview and authorized by "
-        "SubjectAccessReview (get on the nonResourceURL /metrics); --metrics-secure=false serves plain, "
-        "open HTTP (default: true)",
-    )
-    group.add_argument(
-        "--metrics-cert-path",
-        metavar="DIR",
-        help="directory holding tls.crt and tls.key for /metrics (default: a self-signed pair made at start)",
-    )
-    _progress_flags(group)
-
-
 def _progress_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--progress-bind-address",
@@ -315,19 +244,7 @@ def _progress_flags(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def _log_flags(group: argparse._ArgumentGroup) -> None:
-    group.add_argument(
-        "--log-format",
-        choices=[str(f) for f in LogFormat],
-        default=str(DEFAULTS.log_format),
-        help="json: one object per line, for log collectors; text: for people (default: %(default)s)",
-    )
-    group.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        default=DEFAULTS.log_level,
-        help="(default: %(default)s)",
-    )
+def _shutdown_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--shutdown-grace",
         type=float,
@@ -346,6 +263,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubetrain operator: {err}", file=sys.stderr)
         return int(ExitCode.USAGE)
     # Imported here: `kubetrain --help` and the other commands need none of the operator's machinery.
-    from kubetrain.cli.operator_app import run_operator  # noqa: PLC0415
+    from kubetrain.cli.operator.app import run_operator  # noqa: PLC0415
 
     return run_operator(options)

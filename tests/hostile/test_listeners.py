@@ -1,0 +1,183 @@
+"""Every listener of a real operator flooded at once, while it reconciles against the real API server.
+
+`kubetrain operator` runs as a process (secure /metrics, the progress endpoint, the probes), and
+`flood.py`, a process of its own on 16 loopback addresses, throws at it for 20 s what anyone on the pod
+network could: junk tokens abandoned at once, 5,000 nested `[` and oversized bodies with a valid token,
+header floods, slowloris, slow readers and connections opened in a loop (see flood.py). Meanwhile this test
+creates a job every second and times how long the operator takes to create its pod (against the same
+measure before the flood), probes /healthz from the kubelet's address as the kubelet does, and samples the
+operator's resident memory. What a user relies on:
+
+- reconciles go on: no job's pod comes more than 1 s later than the slowest one before the flood;
+- the probes are answered within the kubelet's 1 s timeout, and the operator never stops;
+- its memory grows by less than 50 MiB;
+- and the flood was seen and refused (its answers are counted): junk tokens 401 or 503 at once, bodies 400
+  and 413, heads 431, slow heads cut off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.api import PYTORCHJOB
+from kubetrain.common.errors import NotFound
+from kubetrain.common.kube.resources import PODS, Resource
+from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.testing import ControlPlane
+from kubetrain.testing.operator import install_crds
+from kubetrain.testing.operator_process import OperatorProcess
+from kubetrain.testing.process import free_port
+
+pytestmark = pytest.mark.hostile
+
+FLOOD = Path(__file__).with_name("flood.py")
+JOBS = Resource(PYTORCHJOB.group, PYTORCHJOB.version, PYTORCHJOB.plural, PYTORCHJOB.kind)
+SECONDS = 20
+MOST_DELAY = 1.0
+MOST_GROWTH_MIB = 50.0
+PROBE_TIMEOUT = 1.0
+
+
+def job(name: str) -> dict[str, Any]:
+    spec = {"containers": [{"name": "pytorch", "image": "trainer:1"}]}
+    master = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": spec}}
+    return {
+        "apiVersion": PYTORCHJOB.api_version,
+        "kind": PYTORCHJOB.kind,
+        "metadata": {"name": name},
+        "spec": {"pytorchReplicaSpecs": {"Master": master}},
+    }
+
+
+async def pod_of(api: KubeApiClient, namespace: str, name: str, within: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return await api.get(PODS, namespace, f"{name}-master-0")
+        except NotFound:
+            assert time.monotonic() < deadline, f"no pod of job {name} after {within:g} s"
+            await asyncio.sleep(0.02)
+
+
+async def pod_latency(api: KubeApiClient, namespace: str, name: str) -> float:
+    """Seconds from a job's creation (the API server's answer) to its pod's."""
+    await api.create(JOBS, namespace, job(name))
+    created = time.monotonic()
+    await pod_of(api, namespace, name)
+    return time.monotonic() - created
+
+
+class Watch:
+    """The kubelet's view while the flood runs: a probe each 0.5 s, and the operator's memory."""
+
+    def __init__(self, op: OperatorProcess) -> None:
+        self.op = op
+        self.probes: list[tuple[float, int]] = []
+        self.rss: list[float] = []
+
+    async def probe(self) -> tuple[float, int]:
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                reader, writer = await asyncio.open_connection("127.0.0.1", self.op.health_port)
+                writer.write(b"GET /healthz HTTP/1.1\r\nHost: kubelet\r\nConnection: close\r\n\r\n")
+                status = int((await reader.readline()).split()[1])
+                writer.close()
+        except (OSError, TimeoutError, IndexError, ValueError):
+            status = 0
+        return time.monotonic() - started, status
+
+    async def run(self) -> None:
+        while True:
+            self.rss.append(self.op.rss_mib())
+            self.probes.append(await self.probe())
+            await asyncio.sleep(0.5)
+
+
+async def progress_target(plane: ControlPlane, api: KubeApiClient, namespace: str) -> tuple[str, str]:
+    """A job's status path and a token bound to its pod, with the audience the operator gave the pod."""
+    await api.create(JOBS, namespace, job("target"))
+    pod = await pod_of(api, namespace, "target")
+    sources = [
+        s for v in pod["spec"].get("volumes") or () for s in (v.get("projected") or {}).get("sources", ())
+    ]
+    tokens = [s["serviceAccountToken"] for s in sources if "serviceAccountToken" in s]
+    (audience,) = [t["audience"] for t in tokens if t.get("audience")]  # the API server's own has none
+    token = plane.kubectl(
+        "create", "token", "default", "--bound-object-kind=Pod", "--bound-object-name=target-master-0",
+        f"--audience={audience}", "--duration=10m", namespace=namespace,
+    ).stdout.strip()  # fmt: skip
+    return f"/apis/kubeflow.org/v1/namespaces/{namespace}/pytorchjobs/target/status", token
+
+
+async def test_a_flood_of_every_listener_neither_stalls_reconciles_nor_grows_memory(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    plane = control_plane
+    install_crds(plane)
+    port = free_port()
+    flags = [
+        f"--namespace={namespace}", "--no-leader-elect", "--enable=pytorchjob", "--metrics-secure",
+        f"--progress-bind-address=127.0.0.1:{port}", f"--progress-url=https://127.0.0.1:{port}",
+        "--progress-interval=1",
+    ]  # fmt: skip
+    with OperatorProcess(plane.kubeconfig, flags, workdir=tmp_path) as op:
+        op.wait_ready()
+        api = await KubeApiClient.connect(str(plane.kubeconfig))
+        try:
+            path, token = await progress_target(plane, api, namespace)
+            calm = [await pod_latency(api, namespace, f"calm-{n}") for n in range(4)]
+            rss_before = op.rss_mib()
+            config = {
+                "seconds": SECONDS, "peers": 16, "health_port": op.health_port,
+                "metrics_port": op.metrics_port, "progress_port": port, "progress_path": path, "token": token,
+                "junk": 1500, "bodies": 100, "header_floods": 300, "slowloris": 30, "silent": 300,
+            }  # fmt: skip
+            flood = await asyncio.create_subprocess_exec(
+                sys.executable, str(FLOOD), json.dumps(config), stdout=asyncio.subprocess.PIPE
+            )
+            watch = Watch(op)
+            watching = asyncio.ensure_future(watch.run())
+            stormy: list[float] = []
+            try:
+                for n in range(SECONDS - 2):
+                    stormy.append(await pod_latency(api, namespace, f"storm-{n}"))
+                    await asyncio.sleep(max(0.0, 1.0 - stormy[-1]))
+                out, _ = await asyncio.wait_for(flood.communicate(), SECONDS + 60)
+            finally:
+                watching.cancel()
+                if flood.returncode is None:
+                    flood.kill()
+            after = await pod_latency(api, namespace, "after")
+        finally:
+            await api.close()
+        alive = op.exit_code is None
+        log_tail = op.process.log_tail()
+    seen = json.loads(out)["seen"]
+    report = (
+        f"pod latency calm {[round(s, 2) for s in calm]}, during {[round(s, 2) for s in stormy]}, "
+        f"after {after:.2f}; "
+        f"RSS {rss_before:.1f} MiB before, {max(watch.rss):.1f} at most; probes "
+        f"{max(p[0] for p in watch.probes):.2f} s at most; flood {json.dumps(seen)}"
+    )
+    print(report)
+    assert alive, f"the operator stopped under the flood:\n{log_tail}"
+    assert max(stormy) <= max(calm) + MOST_DELAY, report
+    assert max(watch.rss) - rss_before < MOST_GROWTH_MIB, report
+    assert all(status == 200 and took < PROBE_TIMEOUT for took, status in watch.probes), report
+    refused = {attack: set(answers) for attack, answers in seen.items()}
+    for attack in ("junk-metrics", "junk-progress"):
+        assert seen[attack]["abandoned"] > 500, report
+        assert seen[attack].get("401", 0) + seen[attack].get("503", 0) > 50, report
+        assert refused[attack] <= {"abandoned", "401", "503", "closed"}, report  # closed: evicted by the caps
+    assert refused["nested-body"] == {"400"} and refused["oversized-body"] <= {"413", "closed"}, report
+    assert seen["valid-report"] == {"200": 1}, report
+    assert refused["header-flood"] == {"431"}, report
+    assert seen["slowloris"].get("held-to-the-end", 0) == 0, report
