@@ -15,7 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kubetrain.api import PYTORCHJOB, TFJOB, KindInfo, TrainerStatus
-from kubetrain.common.kube.authn import POD_NAME_EXTRA, POD_UID_EXTRA, Identity
+from kubetrain.common.errors import TransportError
+from kubetrain.common.kube.authn import POD_NAME_EXTRA, POD_UID_EXTRA, Identity, ReviewsBusy
 from kubetrain.common.kube.fake import InMemoryApiClient
 from kubetrain.common.kube.resources import Obj
 from kubetrain.common.progress import Coalescer, JobKey, StatusReports
@@ -60,6 +61,10 @@ class Tokens:
 
     async def authenticate(self, token: str, audience: str) -> Identity | None:
         self.asked.append(audience)
+        if token == "review-busy":
+            raise ReviewsBusy("68 tokens under review already")
+        if token == "review-failed":
+            raise TransportError("the API server did not answer")
         identity, meant_for = self.known.get(token, (None, ""))
         return identity if meant_for == audience else None
 
@@ -178,6 +183,19 @@ async def test_no_token_or_an_unknown_one_is_unauthenticated(plane: Plane) -> No
     assert await _refused(plane, PATH, None, _body()) == HTTPStatus.UNAUTHORIZED
     assert await _refused(plane, PATH, "Bearer forged", _body()) == HTTPStatus.UNAUTHORIZED
     assert plane.count("kubetrain_progress_requests_total", result="unauthenticated") == 2
+
+
+async def test_a_token_that_cannot_be_reviewed_now_is_answered_503_with_retry_after(plane: Plane) -> None:
+    """Past the bounded TokenReviews the pod is told to come back at once (nothing queued); an API server
+    that cannot answer is not taken for a refusal either."""
+    busy = await plane.endpoint.handle(PATH, "Bearer review-busy", _body())
+    assert (busy.status, busy.retry_after) == (HTTPStatus.SERVICE_UNAVAILABLE, 1.0)
+    failed = await plane.endpoint.handle(PATH, "Bearer review-failed", _body())
+    assert failed.status == HTTPStatus.SERVICE_UNAVAILABLE and failed.retry_after
+    assert plane.count("kubetrain_progress_requests_total", result="busy") == 1
+    assert plane.count("kubetrain_progress_requests_total", result="unavailable") == 1
+    await plane.coalescer.write_due()
+    assert await plane.stored_progress() is None
 
 
 async def test_a_pod_of_another_job_or_namespace_or_no_pod_is_forbidden(plane: Plane) -> None:
