@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the training frameworks that the runtime tests (tests/runtime) drive for real: PyTorch,
 # TensorFlow (CPU) with tf-keras, JAX (jax[cpu]), XGBoost (xgboost-cpu), PaddlePaddle (CPU), mpi4py over
-# Debian's Open MPI and MPICH, numpy and scikit-learn.
+# Debian's Open MPI and MPICH, numpy, scikit-learn and Hugging Face Transformers (its KubeflowCallback is tested).
 # Called by `bash hack/setup.sh --frameworks`. Idempotent: a stamp records what was installed, and a
 # second run only checks that the frameworks are still there (0.1 s).
 #
@@ -53,10 +53,10 @@ hash=$( (cat hack/frameworks.sh; python -c 'import tomllib, json; d = tomllib.lo
 
 frameworks_import() {
   python - <<'EOF'
-import jax, mpi4py, numpy, sklearn, tensorflow as tf, tf_keras, torch, xgboost
+import jax, mpi4py, numpy, sklearn, tensorflow as tf, tf_keras, torch, transformers, xgboost
 print(f"torch {torch.__version__}, tensorflow {tf.__version__}, tf_keras {tf_keras.__version__}, "
       f"jax {jax.__version__}, xgboost {xgboost.__version__}, mpi4py {mpi4py.__version__}, numpy {numpy.__version__}, "
-      f"scikit-learn {sklearn.__version__}")
+      f"scikit-learn {sklearn.__version__}, transformers {transformers.__version__}")
 EOF
   # paddle in a process of its own: imported after tensorflow, one of the two crashes the interpreter
   # (SIGSEGV; no training process imports both). -W ignore: at import it warns that ccache is missing.
@@ -65,7 +65,7 @@ EOF
 
 frameworks_present() {  # cheap: finds the modules without importing them (importing takes ~15 s)
   python -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in
-    ("jax", "mpi4py", "numpy", "paddle", "sklearn", "tensorflow", "tf_keras", "torch", "xgboost")))'
+    ("jax", "mpi4py", "numpy", "paddle", "sklearn", "tensorflow", "tf_keras", "torch", "transformers", "xgboost")))'
 }
 
 apt_install() {
@@ -105,7 +105,7 @@ install_frameworks() {
   extras=$(python - <<'EOF'
 import tomllib
 d = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
-reqs = sorted({r for extra in ("torch", "tensorflow", "jax", "xgboost", "paddle", "mpi") for r in d[extra]})
+reqs = sorted({r for extra in ("torch", "tensorflow", "jax", "xgboost", "paddle", "mpi", "transformers") for r in d[extra]})
 print("\n".join(reqs))
 EOF
   )

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Kubeflow Training SDK (tools/kubeflow-sdk/requirements.txt) into a venv of its own, cached
+# Installs the Kubeflow SDKs (tools/kubeflow-sdk/requirements.txt) into a venv of its own, cached
 # by the hash of that file: ${XDG_CACHE_HOME:-~/.cache}/kubetrain/kubeflow-sdk/<hash>, or
 # $KUBETRAIN_KUBEFLOW_SDK_DIR. The same rule is in kubetrain/testing/kubeflow_sdk.py. Idempotent.
 set -euo pipefail
@@ -14,6 +14,6 @@ fi
 rm -rf "$dir"
 "${PYTHON:-python3}" -m venv "$dir"
 PIP_DISABLE_PIP_VERSION_CHECK=1 "$dir/bin/python" -m pip install -q -r "$req"
-"$dir/bin/python" -c "import kubeflow.training"
+"$dir/bin/python" -c "import kubeflow.training, kubeflow.trainer.backends.kubernetes.utils"
 touch "$dir/.complete"
 echo "Kubeflow SDK venv: $dir"

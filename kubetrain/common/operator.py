@@ -61,10 +61,11 @@ _PROGRESS_WRITES = 0.75 * _PROGRESS_QPS
 """The status writes' share of that budget (the rest: the CA ConfigMaps): with more than 150 reporting
 jobs per 10 s interval, the interval grows (500 jobs: 33 s), so the writes never queue."""
 _REVIEW_QPS, _REVIEW_BURST = 20.0, 40
-"""The reviews of callers' tokens (cached a minute per token), with a limit apart from the controllers' and
-the progress writes': a pod's report is answered once its token is reviewed, so reviews must never queue
-behind the writes of 500 jobs, and a stranger's junk tokens on /metrics must never queue in front of a
-reconcile."""
+"""The reviews of callers' tokens (cached a minute per token; `TokenAuthenticator`: a few at once, a
+bounded backlog) and the progress endpoint's reads of the issuer's keys, with a limit apart from the
+controllers' and the progress writes': a pod's report is answered once its token is verified (by the keys,
+or else a review), so neither may queue behind the writes of 500 jobs, and a stranger's junk tokens on
+/metrics must never queue in front of a reconcile."""
 
 
 class ConnectError(KubetrainError):
@@ -262,6 +263,7 @@ class Operator:
             self.config.progress,
             registry=manager.registry,
             reviews=clients.reviews,
+            fetch=(clients.reviews or clients.progress).get_path,
             writes_per_second=_PROGRESS_WRITES,
         )
         manager.add_runnable(service.run)

@@ -3,10 +3,12 @@ operator's process.
 
 The metrics endpoint serves as controller-runtime's metrics server does: `tls.crt` and `tls.key` from a
 certificate directory when one is given (a cert-manager Certificate's Secret mounted there, say), else a
-self-signed certificate made at start and kept only in memory (`serving_context`). Scrapers then skip
-verification (`insecureSkipVerify` in a ServiceMonitor) or are given the directory's CA. The
-training-progress endpoint makes its own self-signed CA certificate the same way (`self_signed_pem`, used by
-`kubetrain.common.progress.tls`).
+self-signed certificate made at start and kept only in memory (`serving_context`). The self-signed one names
+the pod, localhost, 127.0.0.1 and, in a cluster, the DNS names of the `kubetrain-operator-metrics` Service
+(`service_names`: the namespace from `POD_NAMESPACE`, the cluster domain from the pod's DNS search list),
+so a scraper that dials the Service and is given the certificate verifies it instead of skipping the
+check. The training-progress endpoint makes its own self-signed CA certificate the same way
+(`self_signed_pem`, used by `kubetrain.common.progress.tls`).
 
 Each pair is made in a child Python process (`python -m kubetrain.common.servingcert`): `cryptography`
 takes about 9 MiB once imported, and the operator stays under 50 MiB at rest (bench/operator_at_rest.py).
@@ -22,14 +24,44 @@ import os
 import socket
 import ssl
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["load_pem", "self_signed_pem", "serving_context"]
+__all__ = ["METRICS_SERVICE", "load_pem", "self_signed_pem", "service_names", "serving_context"]
 
 CERT_NAME = "tls.crt"
 KEY_NAME = "tls.key"
 METRICS_VALIDITY = datetime.timedelta(days=365)
+METRICS_SERVICE = "kubetrain-operator-metrics"
+"""The Service in front of the metrics listener (manifests/base/operator/service.yaml)."""
+RESOLV_CONF = Path("/etc/resolv.conf")
+
+
+def service_names(
+    service: str, *, environ: Mapping[str, str] = os.environ, resolv_conf: Path = RESOLV_CONF
+) -> list[str]:
+    """The DNS names of `service` in the pod's namespace (`POD_NAMESPACE`): `<svc>`, `<svc>.<ns>`,
+    `<svc>.<ns>.svc` and `<svc>.<ns>.svc.<domain>`, the domain read from the `svc.<domain>` entry of the
+    pod's DNS search list (`cluster.local` without one). None outside a cluster (no `POD_NAMESPACE`)."""
+    namespace = environ.get("POD_NAMESPACE", "").strip()
+    if not namespace:
+        return []
+    names = [service, f"{service}.{namespace}", f"{service}.{namespace}.svc"]
+    return [*names, f"{service}.{namespace}.svc.{_cluster_domain(resolv_conf)}"]
+
+
+def _cluster_domain(resolv_conf: Path) -> str:
+    try:
+        lines = resolv_conf.read_text().splitlines()
+    except OSError:
+        return "cluster.local"
+    for line in lines:
+        fields = line.split()
+        if fields[:1] == ["search"]:
+            found = next((f.removeprefix("svc.") for f in fields[1:] if f.startswith("svc.")), None)
+            if found:
+                return found.rstrip(".")
+    return "cluster.local"
 
 
 async def serving_context(cert_dir: str | None) -> ssl.SSLContext:
@@ -46,7 +78,7 @@ async def serving_context(cert_dir: str | None) -> ssl.SSLContext:
         return ctx
     hostname = socket.gethostname()
     pem = await self_signed_pem(
-        [hostname, "localhost", "127.0.0.1"],
+        [hostname, "localhost", "127.0.0.1", *service_names(METRICS_SERVICE)],
         common_name=f"kubetrain-metrics@{hostname}",
         valid=METRICS_VALIDITY,
     )

@@ -1,22 +1,26 @@
-"""The progress-report contract of KEP-2779: the env a reporting pod receives and the body it POSTs.
+"""The progress-report contract of Kubeflow Trainer (KEP-2779): the env a reporting pod receives and the body.
 
 Why here: the operator injects these variables and reads these bodies; the helpers in the pod
 (`kubetrain.runtimes.progress`) and the local runner build and read them too. One stdlib-only definition
 keeps the three in step, and the API models take their bounds from it.
 
-The env, as Kubeflow Trainer names it:
-- `KUBEFLOW_TRAINER_STATUS_URL`: where to POST, `https://<operator>/.../namespaces/{ns}/{plural}/{name}/status`
-  (plain `http://127.0.0.1:<port>/...` under `kubetrain run --local`);
-- `KUBEFLOW_TRAINER_STATUS_CA_CERT`: the path of the CA bundle that signs the endpoint's certificate;
-- `KUBEFLOW_TRAINER_STATUS_TOKEN`: the path of the pod's projected service-account token (re-read on every
-  report: the kubelet rotates it). Local runs set neither of the last two.
+The env, named as Kubeflow Trainer's `trainjobstatus` plugin names it (so that Hugging Face Transformers'
+`KubeflowCallback` and the Kubeflow SDK's `update_trainjob_status` find it unchanged):
+- `KUBEFLOW_TRAINER_SERVER_URL`: where to POST, `https://<operator>/apis/<group>/<version>/namespaces/{ns}/
+  {plural}/{name}/status` (`https://127.0.0.1:<port>/...` under `kubetrain run --local`);
+- `KUBEFLOW_TRAINER_SERVER_CA_CERT`: the path of the CA bundle that signs the endpoint's certificate;
+- `KUBEFLOW_TRAINER_SERVER_TOKEN`: the path of the pod's projected service-account token (re-read often:
+  the kubelet rotates it).
 
-The body: `{"trainerStatus": {"progressPercentage": 42, "estimatedRemainingSeconds": 310, "metrics":
-[{"name": "loss", "value": "0.0412"}]}}`; `lastUpdatedTime` is the receiver's to set.
+The body: `{"trainerStatus": {"lastUpdatedTime": "2026-...+00:00", "progressPercentage": 42,
+"estimatedRemainingSeconds": 310, "metrics": [{"name": "loss", "value": "0.0412"}]}}`. A receiver accepts
+it as Transformers and the SDK send it (their `lastUpdatedTime` included, though the receiver records when
+it received the report) and answers 200: both count nothing else a success.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from collections.abc import Mapping
@@ -35,16 +39,17 @@ __all__ = [
     "status_path",
 ]
 
-URL_ENV: Final = "KUBEFLOW_TRAINER_STATUS_URL"
-CA_CERT_ENV: Final = "KUBEFLOW_TRAINER_STATUS_CA_CERT"
-TOKEN_ENV: Final = "KUBEFLOW_TRAINER_STATUS_TOKEN"
+URL_ENV: Final = "KUBEFLOW_TRAINER_SERVER_URL"
+CA_CERT_ENV: Final = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+TOKEN_ENV: Final = "KUBEFLOW_TRAINER_SERVER_TOKEN"
 
 MAX_METRICS: Final = 16
-"""The most metrics one report holds: a loss, an accuracy, a learning rate and a few more, never a history."""
+"""The most metrics one status holds: a loss, an accuracy, a learning rate and a few more, never a history.
+A report with more (the Kubeflow SDK sends up to 256) keeps its first `MAX_METRICS`."""
 MAX_METRIC_NAME: Final = 64
-"""The longest metric name (`val_accuracy`, `train/loss`...)."""
+"""The longest metric name kept (`val_accuracy`, `train/loss`...); a longer one is cut."""
 MAX_METRIC_VALUE: Final = 64
-"""The longest metric value: a number written as a string, with room for a unit."""
+"""The longest metric value kept: a number written as a string, with room for a unit; a longer one is cut."""
 MAX_BODY_BYTES: Final = 16 * 1024
 """The largest body a receiver reads: a full report at the bounds above is under 3 KiB."""
 
@@ -79,8 +84,9 @@ def _plain_number(value: object) -> object:
 
 
 def report_body(*, percent: int | None, remaining: float | None, metrics: Mapping[str, object]) -> bytes:
-    """The JSON body of one report, within every bound (extra metrics and long names are cut)."""
-    status: dict[str, Any] = {}
+    """The JSON body of one report, within every bound (extra metrics and long names are cut), stamped
+    with this moment as Kubeflow's clients stamp theirs."""
+    status: dict[str, Any] = {"lastUpdatedTime": datetime.datetime.now(datetime.UTC).isoformat()}
     if percent is not None:
         status["progressPercentage"] = max(0, min(100, int(percent)))
     if remaining is not None and math.isfinite(remaining):

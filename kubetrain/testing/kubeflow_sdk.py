@@ -1,8 +1,9 @@
-"""Where `hack/kubeflow-sdk.sh` installs the Kubeflow Training SDK, found by the same rule as that script.
+"""Where `hack/kubeflow-sdk.sh` installs the Kubeflow SDKs, found by the same rule as that script.
 
-The SDK (kubeflow-training 1.9.x) requires kubernetes<36 while kubetrain needs 37, so it lives in a venv of
-its own and tests run it as a subprocess: `$KUBETRAIN_KUBEFLOW_SDK_DIR` when set, otherwise
-`${XDG_CACHE_HOME:-~/.cache}/kubetrain/kubeflow-sdk/<hash of tools/kubeflow-sdk/requirements.txt>`.
+The SDKs (kubeflow-training 1.9.x, the Training Operator's client; kubeflow 0.5.0, the Trainer SDK whose
+`update_trainjob_status` reports a pod's progress) require kubernetes<36 while kubetrain needs 37, so they
+live in a venv of their own and tests run them as subprocesses: `$KUBETRAIN_KUBEFLOW_SDK_DIR` when set,
+otherwise `${XDG_CACHE_HOME:-~/.cache}/kubetrain/kubeflow-sdk/<hash of tools/kubeflow-sdk/requirements.txt>`.
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ def remove(plane: ControlPlane, objects: list[Obj]) -> None:
 def can(plane: ControlPlane, user: str, request: str) -> bool:
     """Ask the API server's authorizer (a SubjectAccessReview: no discovery, so uninstalled CRDs count too).
 
-    `request` reads `VERB RESOURCE[.GROUP][/SUBRESOURCE] [named NAME] [in NAMESPACE]`.
+    `request` reads `VERB RESOURCE[.GROUP][/SUBRESOURCE] [named NAME] [in NAMESPACE]`, or `VERB /PATH` for
+    a URL that is not a resource.
     """
     verb, target, *rest = request.split()
     words = dict(zip(rest[::2], rest[1::2], strict=True))
@@ -62,10 +63,13 @@ def can(plane: ControlPlane, user: str, request: str) -> bool:
     groups = ["system:authenticated"]
     if user.startswith("system:serviceaccount:"):
         groups += ["system:serviceaccounts", f"system:serviceaccounts:{user.split(':')[2]}"]
+    asked: dict[str, Any] = {"resourceAttributes": attributes}
+    if target.startswith("/"):
+        asked = {"nonResourceAttributes": {"verb": verb, "path": target}}
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
-        "spec": {"user": user, "groups": groups, "resourceAttributes": attributes},
+        "spec": {"user": user, "groups": groups, **asked},
     }
     answer = plane.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review)).stdout
     return bool(json.loads(answer)["status"].get("allowed"))
@@ -93,7 +97,10 @@ ALLOWED = [
     "create secrets in team-x",
     "patch configmaps in team-x",
     "get configmaps in team-x",  # the progress CA bundle, read before it is patched
-    "create tokenreviews.authentication.k8s.io",  # the progress endpoint's check of pods' tokens
+    "watch configmaps",  # the progress CA copies, written again when changed or deleted
+    "get /.well-known/openid-configuration",  # the progress endpoint verifies pods' tokens with the
+    "get /openid/v1/jwks",  # service-account issuer's keys
+    "create tokenreviews.authentication.k8s.io",  # ... and reviews the few those keys cannot settle
     "patch events in team-x",
     "create horizontalpodautoscalers.autoscaling in team-x",
     f"create leases.coordination.k8s.io in {SYSTEM}",

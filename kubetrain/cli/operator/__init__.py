@@ -214,7 +214,8 @@ def _progress_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--progress-audience",
         default=DEFAULTS.progress_audience,
-        help="the audience of the pods' projected tokens, which the endpoint requires (default: %(default)s)",
+        help="the prefix of each job's token audience, <prefix>/<group>/<version>/namespaces/<ns>/<plural>/"
+        "<name>/status, which the endpoint requires (default: %(default)s)",
     )
     group.add_argument(
         "--progress-interval",

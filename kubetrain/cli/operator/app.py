@@ -180,6 +180,7 @@ def _progress_config(options: OperatorOptions) -> ProgressConfig | None:
         max_connections=progress.max_connections,
         idle_timeout=progress.idle_timeout,
         hosts=progress.hosts,
+        home=progress.namespace,
     )
 
 

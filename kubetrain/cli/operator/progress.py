@@ -30,6 +30,8 @@ class ProgressOptions:
     """The serving certificate's names: the URL's host, then the Service's DNS names."""
     max_connections: int = 1024
     idle_timeout: float = 120.0
+    namespace: str = ""
+    """The operator's own namespace ("" outside a cluster), where the replicas register their certificates."""
 
 
 def progress_options(
@@ -66,6 +68,7 @@ def progress_options(
         max_connections=max_connections,
         idle_timeout=float(idle_timeout),
         hosts=tuple(dict.fromkeys((hostname, *_service_names(namespace, domain)))),
+        namespace=namespace,
     )
 
 

@@ -7,6 +7,10 @@ meanwhile (a stale cache, another writer), the server answers 409 and the reconc
 fresh data instead of overwriting a newer status with an older view (e.g. a Succeeded job with a late
 pod event). Nothing is lost: the status is recomputed from the cluster on every reconcile.
 
+The status write that finishes a job (Succeeded or Failed) also carries the job's last training-progress
+report, when one waits to be written (`ProgressInjection.reports`), replacing `trainerStatus` whole: no
+reader ever sees the job finished with an older progress.
+
 Each condition transition becomes one Event (the `Created` one also names the children its reconcile
 created) and, for Created/Succeeded/Failed, one increment of the
 Kubeflow job counters `training_operator_jobs_*_total{job_namespace, framework}`.
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kubetrain.api import ConditionStatus, JobConditionType, JobStatus
+from kubetrain.api import ConditionStatus, JobConditionType, JobStatus, TrainerStatus
 from kubetrain.common.events import EventType
 from kubetrain.common.job.children import ChildWriter
 from kubetrain.common.job.compare import merge_diff
@@ -24,6 +28,7 @@ from kubetrain.common.job.facts import PodFacts
 from kubetrain.common.job.status import StatusBuilder, Transition, condition
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
+from kubetrain.common.progress.coalesce import JobKey
 
 if TYPE_CHECKING:
     from kubetrain.common.job.contract import JobContract
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["Reporter"]
 
 _WARNINGS = {JobConditionType.RESTARTING, JobConditionType.FAILED}
+_VERDICTS = {JobConditionType.SUCCEEDED, JobConditionType.FAILED}
 
 
 class Reporter:
@@ -48,6 +54,8 @@ class Reporter:
         """Its wire form, made when first needed."""
         self._had_created = condition(status, JobConditionType.CREATED) is not None
         self._reported = 0
+        self._final: TrainerStatus | None = None
+        """The job's last progress report, once a write of this reconcile has finished the job."""
 
     async def write(self, builder: StatusBuilder, *, children: ChildWriter | None = None) -> None:
         """Patch the status if it differs from the last written one, then report its transitions.
@@ -55,7 +63,12 @@ class Reporter:
         `children`: the reconcile's writer; a `Created` transition's Event also names what it created."""
         if builder.status is not self._status:  # else nothing changed, and there is nothing to compare
             written = self._written if self._written is not None else _wire(self._status)
-            new = builder.status.to_wire()
+            final = self._final_progress(builder)
+            self._final = final or self._final  # later writes of this reconcile keep it
+            status = builder.status
+            if self._final is not None:
+                status = status.model_copy(update={"trainer_status": self._final})
+            new = status.to_wire()
             if new != written:
                 patch = {"metadata": {"resourceVersion": self._rv}, "status": merge_diff(written, new)}
                 stored = await self._ctl.api.patch(
@@ -67,10 +80,30 @@ class Reporter:
                     read_back=False,  # only its resourceVersion is read
                 )
                 self._stored(stored)
+                self._progress_written(final)
             self._status, self._written = builder.status, new
         for transition in builder.transitions[self._reported :]:
             self._report(transition, children)
         self._reported = len(builder.transitions)
+
+    def _final_progress(self, builder: StatusBuilder) -> TrainerStatus | None:
+        """The job's waiting progress report, when this write finishes the job (else None)."""
+        reports = self._ctl.progress.reports if self._ctl.progress is not None else None
+        finishing = any(
+            t.type in _VERDICTS and t.status is ConditionStatus.TRUE
+            for t in builder.transitions[self._reported :]
+        )
+        if reports is None or not finishing:
+            return None
+        return reports.pending(self._progress_key())
+
+    def _progress_written(self, final: TrainerStatus | None) -> None:
+        progress = self._ctl.progress
+        if final is not None and progress is not None and progress.reports is not None:
+            progress.reports.written(self._progress_key(), final)
+
+    def _progress_key(self) -> JobKey:
+        return JobKey(self._ctl.kind, self._namespace, self._name)
 
     async def patch_metadata(self, metadata: Obj) -> None:
         """Merge-patch the job's metadata (the ledger annotation), based on the version we read."""

@@ -9,7 +9,9 @@ access 5 minutes, a denied one 30 seconds, as controller-runtime's defaults.
 
 `Identity` carries what a TokenReview says, the bound pod's name included (for a projected
 ServiceAccount token: `user.extra["authentication.kubernetes.io/pod-name"]`), and `TokenAuthenticator`
-takes the `audiences` the token must be meant for (empty: the API server's own).
+takes the `audiences` the token must be meant for (empty: the API server's own; a caller may name others
+per token, e.g. each job's own). An answer counts only when the API server says the token was valid for
+one of them (`status.audiences`): an API server that ignores `spec.audiences` answers with its own.
 
 Anyone who can reach a listener can send tokens, so the reviews are bounded: a `TokenAuthenticator` runs
 its reviews on a client of its own (never the controllers': its rate limit is not theirs), at most
@@ -236,18 +238,22 @@ class TokenAuthenticator:
         """Tokens under review or waiting for a slot now."""
         return len(self._reviewing)
 
-    def peek(self, token: str) -> Identity | None:
+    def peek(self, token: str, *, audiences: Sequence[str] | None = None) -> Identity | None:
         """The cached Identity of a token accepted within the ttl (and before its `exp`), without asking
-        the API server; None when none is cached (never reviewed lately, or refused)."""
-        cached = self._cache.get(hashlib.sha256(token.encode()).digest())
+        the API server; None when none is cached (never reviewed lately, or refused). `audiences`: as for
+        `authenticate`."""
+        cached = self._cache.get(_key(token, self._wanted(audiences)))
         return cached if isinstance(cached, Identity) else None
 
-    async def authenticate(self, token: str) -> Identity | None:
-        key = hashlib.sha256(token.encode()).digest()
+    async def authenticate(self, token: str, *, audiences: Sequence[str] | None = None) -> Identity | None:
+        """The token's Identity, or None when refused. `audiences` (None: the authenticator's own) is what
+        this token must be meant for; answers are cached per token and audiences."""
+        wanted = self._wanted(audiences)
+        key = _key(token, wanted)
         cached = self._cache.get(key)
         if cached is not None:
             return cached if isinstance(cached, Identity) else None
-        review = self._reviewing.get(key) or self._start(key, token)
+        review = self._reviewing.get(key) or self._start(key, token, wanted)
         review.waiters += 1
         try:
             return await asyncio.shield(review.task)  # one caller giving up does not end it for the others
@@ -257,10 +263,13 @@ class TokenAuthenticator:
                 review.task.cancel()
                 self._forget(key, review)
 
-    def _start(self, key: bytes, token: str) -> _Review:
+    def _wanted(self, audiences: Sequence[str] | None) -> tuple[str, ...]:
+        return tuple(self._audiences if audiences is None else audiences)
+
+    def _start(self, key: bytes, token: str, audiences: tuple[str, ...]) -> _Review:
         if len(self._reviewing) >= self._most:
             raise ReviewsBusy(f"{len(self._reviewing)} tokens under review already")
-        review = _Review(asyncio.ensure_future(self._review(key, token)))
+        review = _Review(asyncio.ensure_future(self._review(key, token, audiences)))
         self._reviewing[key] = review
         review.task.add_done_callback(functools.partial(self._reviewed, key, review))
         return review
@@ -274,14 +283,13 @@ class TokenAuthenticator:
         if not task.cancelled():
             task.exception()  # retrieved here too: every caller may have given up waiting
 
-    async def _review(self, key: bytes, token: str) -> Identity | None:
+    async def _review(self, key: bytes, token: str, audiences: tuple[str, ...]) -> Identity | None:
         spec: Obj = {"token": token}
-        if self._audiences:
-            spec["audiences"] = self._audiences
+        if audiences:
+            spec["audiences"] = list(audiences)
         async with self._slots:
             review = await self._api.create(TOKEN_REVIEWS, None, {"spec": spec})
-        status = review.get("status") or {}
-        identity = Identity.from_review(status) if status.get("authenticated") else None
+        identity = _accepted(review.get("status") or {}, audiences)
         ttl = self._ttl if identity is not None else self._refusal_ttl
         if identity is not None:
             expires = token_expiry(token)
@@ -290,6 +298,22 @@ class TokenAuthenticator:
         if ttl > 0:
             self._cache.put(key, identity or False, ttl)
         return identity
+
+
+def _key(token: str, audiences: tuple[str, ...]) -> bytes:
+    """The cache key of a token's answer for `audiences` (a hash: the token itself is never kept)."""
+    return hashlib.sha256("\n".join((*audiences, token)).encode()).digest()
+
+
+def _accepted(status: Obj, audiences: tuple[str, ...]) -> Identity | None:
+    """A TokenReview's Identity when it authenticated the token for one of `audiences` (any, when none)."""
+    if not status.get("authenticated"):
+        return None
+    identity = Identity.from_review(status)
+    if audiences and not set(audiences) & set(identity.audiences):
+        log.warning("a TokenReview accepted a token, but not for its audiences %s", ", ".join(audiences))
+        return None
+    return identity
 
 
 class AccessAuthorizer:

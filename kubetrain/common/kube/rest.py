@@ -101,6 +101,11 @@ class KubeApiClient:
     async def get(self, res: Resource, namespace: str | None, name: str) -> Obj:
         return _with_kind(res, await self._request("GET", res.path(namespace, name)))
 
+    async def get_path(self, path: str) -> Obj:
+        """GET a JSON document that is not an API object (`/.well-known/openid-configuration`,
+        `/openid/v1/jwks`), within this client's rate limit."""
+        return await self._request("GET", path, parse=json.loads, accept=_DOCUMENTS)
+
     async def list(
         self,
         res: Resource,
@@ -226,11 +231,12 @@ class KubeApiClient:
         content_type: str = "application/json",
         decode: bool = True,
         parse: Callable[[bytes], Obj] = jsonwire.loads,
+        accept: str = "application/json",
     ) -> Obj:
         """One rate-limited request, answered within the client's timeout; the answer's JSON (by `parse`),
         `{}` when empty or not wanted (`decode=False`: read, so the connection is reused, but not parsed: a
         pod's answer is most of the cost of a request on our side). An error answer raises its ApiError."""
-        query, data, headers, queued, sent = await self._prepare(params, body, content_type)
+        query, data, headers, queued, sent = await self._prepare(params, body, content_type, accept)
         code: int | str = REST_ERROR_CODE
         try:
             async with asyncio.timeout(self._timeout):
@@ -272,7 +278,11 @@ class KubeApiClient:
                 self._count(REST_ERROR_CODE, method, queued, sent)
 
     async def _prepare(
-        self, params: Mapping[str, str | None] | None, body: object, content_type: str
+        self,
+        params: Mapping[str, str | None] | None,
+        body: object,
+        content_type: str,
+        accept: str = "application/json",
     ) -> tuple[dict[str, str], bytes | None, dict[str, str], float, float]:
         """The query (unset parameters left out), the encoded body and the headers of a request, once the
         rate limiter lets it go; with the times it was queued and let go."""
@@ -281,17 +291,21 @@ class KubeApiClient:
         queued = self._clock.monotonic()
         await self._limiter.wait()
         sent = self._clock.monotonic()
-        return query, data, await self._headers(content_type), queued, sent
+        return query, data, await self._headers(content_type, accept), queued, sent
 
     def _count(self, code: int | str, method: str, queued: float, sent: float) -> None:
         if self._metrics is not None:
             now = self._clock.monotonic()
             self._metrics.rest_request(code, method, self._host, waited=sent - queued, took=now - sent)
 
-    async def _headers(self, content_type: str) -> dict[str, str]:
-        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": self._user_agent}
+    async def _headers(self, content_type: str, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept, "Content-Type": content_type, "User-Agent": self._user_agent}
         headers.update(await self._cfg.headers())
         return headers
+
+
+_DOCUMENTS = "application/json, application/jwk-set+json"
+"""What `get_path` accepts: the discovery document is JSON, the JWKS `application/jwk-set+json`."""
 
 
 def _error(resp: Response, data: bytes) -> ApiError:

@@ -3,10 +3,13 @@
 Pods may report every second, and a 500-job cluster with several reporting ranks per job would otherwise
 write thousands of statuses a minute. The `Coalescer` keeps only each job's latest accepted report and
 writes it at most once per interval, as a JSON merge patch of `status.trainerStatus` alone, so it never
-touches the conditions the reconciles write. A job's first report is written at once; a report that arrives
-within the interval replaces the one waiting (counted in `kubetrain_progress_coalesced_total`) and is
-written when the interval is over. A report waiting when its job finishes is still written: the last report
-before the end always lands.
+touches the conditions the reconciles write. A report replaces the whole `trainerStatus`: a field it leaves
+out is written as null (`replacing`), as Kubeflow's server-side apply of the whole status does. A job's
+first report is written at once; a report that arrives within the interval replaces the one waiting
+(counted in `kubetrain_progress_coalesced_total`) and is written when the interval is over. A report
+waiting when its job finishes is written by the reconcile that finishes the job, in the same status write
+as the verdict (`pending`, `written`), so the job is never seen finished with an older progress; one that
+comes in meanwhile is written at once (`flush`): the last report before the end always lands.
 
 The interval is `interval` (10 s by default: `--progress-interval`) while few jobs report, and grows with
 their number so that the writes stay within `writes_per_second` (a share of the writes' client budget): N
@@ -27,7 +30,6 @@ logged and dropped (a newer report will come, or the job is gone).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import math
@@ -36,14 +38,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter
 from pydantic import ValidationError
 
 from kubetrain.api import KindInfo, TrainerStatus
+from kubetrain.api.trainerstatus import from_report, replacing
 from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.errors import ApiError
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import Resource
+from kubetrain.common.progress.gauges import ProgressGauges
 
 __all__ = ["MAX_DEPTH", "Coalescer", "JobKey", "ProgressGauges", "Received", "parse_report", "read_report"]
 
@@ -88,73 +92,29 @@ def _depth(body: bytes) -> int:
 
 
 def read_report(received: Received) -> TrainerStatus | str:
-    """The `trainerStatus` of a body `{"trainerStatus": {...}}` within bounds, stamped with its arrival; or
-    what is wrong with the body, in words for the pod (never an exception, whatever the bytes)."""
+    """The `trainerStatus` of a body `{"trainerStatus": {...}}` as Kubeflow's clients send it (`from_report`),
+    within bounds and stamped with its arrival; or what is wrong with the body, in words for the pod (never
+    an exception, whatever the bytes)."""
     if _depth(received.body) > MAX_DEPTH:
         return f"the body nests arrays or objects deeper than {MAX_DEPTH} levels"
     try:
         document: Any = json.loads(received.body)
     except (ValueError, RecursionError) as err:
         return f"the body is not JSON: {err}"
-    report = document.get("trainerStatus") if isinstance(document, dict) else None
-    if not isinstance(report, dict):
-        return 'the body must be {"trainerStatus": {...}}'
     try:
-        return TrainerStatus.model_validate({**report, "lastUpdatedTime": received.at})
+        return from_report(document, received.at)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in ("trainerStatus", *first["loc"]))
         return f"{where}: {first['msg']}"
+    except (ValueError, TypeError, RecursionError) as err:
+        return str(err)
 
 
 def parse_report(received: Received) -> TrainerStatus | None:
     """`read_report`'s status, or None when the body is not a valid report."""
     status = read_report(received)
     return status if isinstance(status, TrainerStatus) else None
-
-
-class ProgressGauges:
-    """Each job's written progress and numeric metrics as gauges; a job's series go with the job.
-
-    Cardinality: one progress series and at most `MAX_METRICS` metric series per job that reports, each
-    removed by `remove` when the job goes (and a metric the job stopped reporting, at its next write)."""
-
-    def __init__(self, registry: CollectorRegistry | None) -> None:
-        labels = ["job_namespace", "job_name", "kind"]
-        help_text = "The trainer's latest progress, 0-100"
-        self._progress = Gauge("kubetrain_job_progress_percent", help_text, labels, registry=registry)
-        self._metric = Gauge(
-            "kubetrain_job_metric", "The trainer's latest value of each numeric metric", [*labels, "metric"],
-            registry=registry,
-        )  # fmt: skip
-        self._shown: dict[JobKey, set[str]] = {}
-
-    def show(self, key: JobKey, status: TrainerStatus) -> None:
-        job = (key.namespace, key.name, key.info.kind)
-        if status.progress_percentage is not None:
-            self._progress.labels(*job).set(status.progress_percentage)
-        values = {m.name: _number(m.value) for m in status.metrics or ()}
-        shown = {name for name, value in values.items() if value is not None}
-        for name in self._shown.get(key, set()) - shown:
-            self._metric.remove(*job, name)
-        for name in shown:
-            self._metric.labels(*job, name).set(values[name] or 0.0)
-        self._shown[key] = shown
-
-    def remove(self, key: JobKey) -> None:
-        job = (key.namespace, key.name, key.info.kind)
-        for name in self._shown.pop(key, set()):
-            self._metric.remove(*job, name)
-        with contextlib.suppress(KeyError):
-            self._progress.remove(*job)
-
-
-def _number(value: str) -> float | None:
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 class Coalescer:
@@ -223,6 +183,24 @@ class Coalescer:
             self._written_at.pop(key, None)
             self._wake.set()
 
+    @property
+    def final_reports(self) -> Coalescer:
+        """This coalescer as the `FinalReports` of `ProgressInjection`."""
+        return self
+
+    def pending(self, key: JobKey) -> TrainerStatus | None:
+        """The job's report waiting to be written, or None."""
+        return self._pending.get(key)
+
+    def written(self, key: JobKey, status: TrainerStatus) -> None:
+        """`status` was written with the job's verdict (`FinalReports`): it no longer waits, unless a newer
+        report has replaced it meanwhile."""
+        if self._pending.get(key) is status:
+            del self._pending[key]
+            self._written_at[key] = self._clock.monotonic()
+            self._writes.labels("written").inc()
+            self._gauges.show(key, status)
+
     def forget(self, key: JobKey) -> None:
         """The job is gone: drop what waits for it and its write time (bounded memory)."""
         self._pending.pop(key, None)
@@ -265,7 +243,7 @@ class Coalescer:
 
     async def _write(self, key: JobKey, status: TrainerStatus) -> None:
         try:
-            patch = {"status": {"trainerStatus": status.to_wire()}}
+            patch = {"status": {"trainerStatus": replacing(status)}}
             await self._api.patch(key.resource, key.namespace, key.name, patch, subresource="status")
             self._gauges.show(key, status)
         except ApiError as error:

@@ -1,29 +1,34 @@
 """The decisions of the operator's training-progress endpoint (KEP-2779), apart from its transport.
 
 A request is `POST /apis/<group>/<version>/namespaces/{ns}/<plural>/{name}/status` with a bearer token and
-the body `{"trainerStatus": {...}}`. `StatusReports.handle` answers it, checking, in this order and
-before anything is written:
+the body `{"trainerStatus": {...}}`, as Kubeflow Trainer's status server takes it. `StatusReports.handle`
+answers it, checking, in this order and before anything is written:
 
 1. the path names one of the kinds (404), the body is at most `MAX_BODY_BYTES` (413);
-2. the token is one the API server accepts for the operator's audience, by a cached TokenReview (401);
-3. the token is a projected ServiceAccount token bound to a pod of the job's namespace, and that pod
-   belongs to the job in the URL: its job-name label and its controlling owner are the job (403). A pod of
-   another job or namespace, a token of no pod and a forged or expired token are all refused;
+2. the token is a projected ServiceAccount token for this job's own audience (`token_audience`), verified
+   with the API server's signing keys, or, when they cannot settle it, by a TokenReview within a budget
+   of its own (`kubetrain.common.progress.review`) (401; 503 when the API server could not be asked, or
+   at once when too many tokens already wait for a review: `ReviewsBusy`);
+3. the token's pod is a replica of the job in the URL (`kubetrain.common.progress.binding`) (403): a pod of
+   another job or namespace, a token of no pod, and a forged or expired token are all refused;
 4. the job exists and has not finished (404, 409: reports for a finished job are refused);
-5. the body is JSON nested at most `MAX_DEPTH` levels and a `trainerStatus` within the bounds of
-   `kubetrain.api.TrainerStatus` (400, the message naming what is wrong). Every body is parsed and checked
-   here, on receipt: nothing unchecked is kept for later.
+5. the body is JSON nested at most `MAX_DEPTH` levels and a `trainerStatus` as Kubeflow's clients send it
+   (`kubetrain.api.trainerstatus.from_report`), within the bounds of `kubetrain.api.TrainerStatus` (400,
+   the message naming what is wrong). Every body is parsed and checked here, on receipt: nothing unchecked
+   is kept for later.
 
-Accepted reports go to the `Coalescer` (202), which writes at most one status per job per interval; the
-answer's `Retry-After` says when the job's next write is due, and the pods' helper sends nothing before.
+Accepted reports go to the `Coalescer` and are answered 200 (Hugging Face Transformers' `KubeflowCallback`
+and the Kubeflow SDK count nothing else a success), which writes at most one status per job per interval;
+the answer's `Retry-After` says when the job's next write is due, and the pods' own helper sends nothing
+before (Kubeflow's clients send at most one report per 5 s, whatever the answer says).
 
-A report is cheap once its token has been reviewed: a token the authenticator reviewed recently is taken
-from its cache (`peek`, no TokenReview, no wait), the pod and job checks read informer caches, and the body
+A report is cheap: verifying a token is a signature check in this process (a token only a TokenReview can
+settle is reviewed once and its answer cached), the pod and job checks read informer caches, and the body
 (at most 16 KiB) is parsed in tens of microseconds. A report that arrives before its job's next write is
 due replaces the one waiting (counted as `early`). So a pod that reports faster than asked, or a flood with
-a valid token, costs a TLS record, an HTTP parse, a JSON parse and a few lookups per request: no
-TokenReview and no status write beyond the one per interval. When the authenticator's reviews are
-saturated (`ReviewsBusy`), the answer is 503 with a `Retry-After` at once. Each answer is counted in
+a valid token, costs a TLS record, an HTTP parse, a signature check, a JSON parse and a few lookups per
+request: no TokenReview and no status write beyond the one per interval. When the reviews are saturated
+(`ReviewsBusy`), the answer is 503 with a `Retry-After` at once. Each answer is counted in
 `kubetrain_progress_requests_total{result}`.
 """
 
@@ -40,12 +45,13 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry, Counter
 
 from kubetrain.api import KINDS, JobConditionType, JobStatus, KindInfo
-from kubetrain.common.job.labels import JOB_NAME_LABEL
+from kubetrain.common.errors import ApiError
 from kubetrain.common.job.status import is_finished
-from kubetrain.common.kube import objects
 from kubetrain.common.kube.authn import Identity, ReviewsBusy, bearer_token
 from kubetrain.common.kube.resources import Obj
+from kubetrain.common.progress.binding import is_replica_of
 from kubetrain.common.progress.coalesce import Coalescer, JobKey, Received, read_report
+from kubetrain.common.progress.inject import token_audience
 from kubetrain.podcontract.progress import MAX_BODY_BYTES
 
 __all__ = ["Answer", "Authenticator", "StatusReports"]
@@ -53,18 +59,14 @@ __all__ = ["Answer", "Authenticator", "StatusReports"]
 _PATH = re.compile(
     r"^/apis/([a-z0-9.-]+)/([a-z0-9]+)/namespaces/([a-z0-9-]{1,63})/([a-z]+)/([a-z0-9.-]{1,253})/status$"
 )
-_SERVICE_ACCOUNT = "system:serviceaccount:"
 
 
 class Authenticator(Protocol):
-    """`kubetrain.common.kube.authn.TokenAuthenticator`, with the operator's audience."""
+    """`kubetrain.common.progress.review.ProgressAuthenticator`: the token's Identity for `audience`, or
+    None; `ReviewsBusy` when too many tokens wait for a TokenReview, ApiError when the API server had to
+    be asked and could not be."""
 
-    async def authenticate(self, token: str) -> Identity | None: ...
-
-    def peek(self, token: str) -> Identity | None:
-        """The cached answer for a token accepted recently, without asking the API server (None when
-        there is none: not reviewed lately, or refused)."""
-        ...
+    async def authenticate(self, token: str, audience: str) -> Identity | None: ...
 
 
 Lookup = Callable[[str, str], Obj | None]
@@ -91,12 +93,15 @@ class StatusReports:
         self,
         authenticator: Authenticator,
         *,
+        audience: str,
         jobs: Callable[[KindInfo], Lookup],
         pods: Lookup,
         coalescer: Coalescer,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self._authn, self._jobs, self._pods, self._coalescer = authenticator, jobs, pods, coalescer
+        self._audience = audience
+        """The prefix of each job's token audience (`token_audience`)."""
         self._requests = Counter(
             "kubetrain_progress_requests",
             "Training-progress reports received, by result (accepted or why refused)",
@@ -116,24 +121,23 @@ class StatusReports:
         if len(body) > MAX_BODY_BYTES:
             return Answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"at most {MAX_BODY_BYTES} bytes", "too_large")
         info, namespace, name = target
-        token = bearer_token(authorization)
-        identity = None
-        if token:
-            try:
-                identity = self._authn.peek(token) or await self._authn.authenticate(token)
-            except ReviewsBusy as busy:
-                message = "too many tokens under review; retry later"
-                return Answer(HTTPStatus.SERVICE_UNAVAILABLE, message, "busy", busy.retry_after)
-        if identity is None:
+        try:
+            identity = await self._identity(info, namespace, name, authorization)
+        except ReviewsBusy as busy:
+            message = "too many tokens under review; retry later"
+            return Answer(HTTPStatus.SERVICE_UNAVAILABLE, message, "busy", busy.retry_after)
+        except ApiError as err:
             return Answer(
-                HTTPStatus.UNAUTHORIZED, "a valid token with the operator's audience", "unauthenticated"
+                HTTPStatus.SERVICE_UNAVAILABLE, f"cannot check the token now: {err}", "unavailable", 10
             )
+        if identity is None:
+            return Answer(HTTPStatus.UNAUTHORIZED, "a valid token with the job's audience", "unauthenticated")
         job = self._jobs(info)(namespace, name)
-        if not self._pod_of(identity, job, namespace, name):
+        pod = self._pods(namespace, identity.pod_name) if identity.pod_name else None
+        if job is None or not is_replica_of(identity, pod, job, info):
             return Answer(
                 HTTPStatus.FORBIDDEN, f"the token's pod is not a pod of {info.kind} {name}", "forbidden"
             )
-        assert job is not None  # _pod_of is False without a job
         if _finished(job):
             return Answer(HTTPStatus.CONFLICT, f"{info.kind} {namespace}/{name} has finished", "finished")
         status = read_report(Received(body, datetime.now(UTC).replace(microsecond=0)))
@@ -144,20 +148,20 @@ class StatusReports:
         self._coalescer.offer(key, status)
         return self._accepted(key, "early" if early else "accepted")
 
+    async def _identity(
+        self, info: KindInfo, namespace: str, name: str, authorization: str | None
+    ) -> Identity | None:
+        token = bearer_token(authorization)
+        if not token:
+            return None
+        audience = token_audience(
+            self._audience, api_version=info.api_version, plural=info.plural, namespace=namespace, name=name
+        )
+        return await self._authn.authenticate(token, audience)
+
     def _accepted(self, key: JobKey, result: str) -> Answer:
         wait = self._coalescer.retry_after(key)
-        return Answer(HTTPStatus.ACCEPTED, f"accepted; the next is written in {wait:.0f} s", result, wait)
-
-    def _pod_of(self, identity: Identity, job: Obj | None, namespace: str, name: str) -> bool:
-        """The token's pod is in the job's namespace, labelled with the job's name and controlled by it."""
-        if job is None or not identity.username.startswith(f"{_SERVICE_ACCOUNT}{namespace}:"):
-            return False
-        pod = self._pods(namespace, identity.pod_name or "") if identity.pod_name else None
-        if pod is None or (identity.pod_uid and objects.uid(pod) != identity.pod_uid):
-            return False
-        owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
-        controlled = any(o.get("controller") and o.get("uid") == objects.uid(job) for o in owners)
-        return controlled and objects.labels(pod).get(JOB_NAME_LABEL) == name
+        return Answer(HTTPStatus.OK, f"accepted; the next is written in {wait:.0f} s", result, wait)
 
 
 def _target(path: str) -> tuple[KindInfo, str, str] | None:

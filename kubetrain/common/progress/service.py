@@ -2,11 +2,15 @@
 the Manager's shared informers.
 
 `ProgressService(manager, api, kinds, config)` reads jobs and pods from the informers the controllers
-already share (no watch of its own), reviews tokens and writes statuses and ConfigMaps through `api`, a
-client with a rate limit of its own (so a flood of reports never delays a reconcile), and follows the
-jobs: a new job's namespace gets the CA ConfigMap, a job that finishes has its waiting report written at
-once, a deleted job's report and gauges are dropped. `injection` is what the controllers give new pods.
-`reviews` (default: `api`) sends the TokenReviews, so that answering a report never waits behind writes.
+already share (no watch of its own), writes statuses and ConfigMaps through `api`, a client with a rate
+limit of its own (so a flood of reports never delays a reconcile), and follows the jobs: a new job's
+namespace gets the CA ConfigMap, a job that finishes has its waiting report written at once (by the
+reconcile that finishes it, with the verdict: `injection.reports`), a deleted job's report and gauges are
+dropped. `injection` is what the controllers give new pods.
+Tokens are verified with the issuer's keys, read by `fetch` (`KubeApiClient.get_path`; None: no keys, so
+every token goes to a TokenReview); `reviews` (default: `api`) sends the TokenReviews of the tokens the keys
+cannot settle (a bounded `TokenAuthenticator`, each for the job's own audience), so that answering a report
+never waits behind writes.
 `writes_per_second` (default: no limit) is the share of `api`'s budget the status writes may take: more
 reporting jobs than that many per interval lengthen the interval (`Coalescer.interval`).
 """
@@ -23,19 +27,23 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from kubetrain.api import JobStatus, KindInfo
+from kubetrain.common.errors import NotFound
 from kubetrain.common.job.labels import label_key
 from kubetrain.common.job.status import is_finished
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.authn import TokenAuthenticator
 from kubetrain.common.kube.client import ApiClient
-from kubetrain.common.kube.resources import PODS, Obj, Resource
+from kubetrain.common.kube.resources import CONFIGMAPS, PODS, Obj, Resource
 from kubetrain.common.kube.store import Store
 from kubetrain.common.manager import Manager
 from kubetrain.common.progress.coalesce import Coalescer, JobKey
 from kubetrain.common.progress.endpoint import Lookup, StatusReports
 from kubetrain.common.progress.inject import ProgressInjection, opted_out
+from kubetrain.common.progress.review import ProgressAuthenticator
 from kubetrain.common.progress.server import ProgressServer
+from kubetrain.common.progress.tls import LABEL as CA_LABEL
 from kubetrain.common.progress.tls import CaPublisher, ServingPair, load_into, self_signed
+from kubetrain.common.progress.tokens import Fetch, IssuerKeys, TokenVerifier
 
 __all__ = ["ProgressConfig", "ProgressService"]
 
@@ -56,6 +64,9 @@ class ProgressConfig:
     """Connections served at once (each reporting pod keeps one open)."""
     idle_timeout: float = 120.0
     """Seconds a kept connection may wait for its next report."""
+    home: str = ""
+    """The operator's own namespace, where the replicas register their certificates ("": none, outside a
+    cluster: the bundle is this process's certificate alone)."""
     per_peer: int = 32
     """Connections from one address at once (a pod reports on one; see docs/progress.md, "Limits")."""
 
@@ -72,10 +83,10 @@ class ProgressService:
         *,
         registry: CollectorRegistry | None = None,
         reviews: ApiClient | None = None,
+        fetch: Fetch | None = None,
         writes_per_second: float | None = None,
     ) -> None:
         self._config, self._clock = config, manager.clock
-        self.injection = ProgressInjection(base_url=config.url, audience=config.audience)
         self.coalescer = Coalescer(
             api,
             interval=config.interval,
@@ -83,18 +94,29 @@ class ProgressService:
             clock=manager.clock,
             registry=registry,
         )
+        self.injection = ProgressInjection(
+            base_url=config.url, audience=config.audience, reports=self.coalescer.final_reports
+        )
+        self.keys = IssuerKeys(fetch or _no_keys, clock=manager.clock)
+        self.authenticator = ProgressAuthenticator(
+            TokenVerifier(self.keys, clock=manager.clock),
+            TokenAuthenticator(reviews or api, clock=manager.clock),
+        )
         jobs = {info: manager.informer(_resource(info)) for info in kinds}
         # the controllers' own pods informers (one per label key, shared by the kinds: see `Manager`)
         pods = list(dict.fromkeys(_pods_of(manager, info) for info in kinds))
         reports = StatusReports(
-            TokenAuthenticator(reviews or api, audiences=[config.audience], clock=manager.clock),
+            self.authenticator,
+            audience=config.audience,
             jobs=lambda info: jobs[info].store.get if info in jobs else _nothing,
             pods=_first_of(pods),
             coalescer=self.coalescer,
             registry=registry,
         )
         self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.publisher = CaPublisher(api, b"", name=self.injection.ca_config_map)
+        self.publisher = CaPublisher(api, b"", name=self.injection.ca_config_map, home=config.home)
+        copies = manager.labelled_informer(CONFIGMAPS, key=CA_LABEL, value="true")
+        copies.add_handler(_CaCopies(self))
         self.server = ProgressServer(
             reports,
             ssl_context=self._context,
@@ -117,10 +139,20 @@ class ProgressService:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.coalescer.run())
+                group.create_task(self.keys.run())
                 group.create_task(self._publish())
                 group.create_task(self._rotate(pair))
         finally:
             await self.server.stop()
+
+    def ca_changed(self, config_map: Obj, *, deleted: bool = False) -> None:
+        """A CA ConfigMap changed or went: written again when it no longer holds the bundle."""
+        namespace = objects.namespace(config_map)
+        if objects.name(config_map) != self.publisher.name:
+            return
+        if self.publisher.changed(namespace, None if deleted else config_map):
+            log.info("progress CA %s/%s changed or deleted: writing it again", namespace, self.publisher.name)
+            self._namespaces.put_nowait(namespace)
 
     def job_seen(self, job: Obj) -> None:
         namespace = objects.namespace(job)
@@ -167,6 +199,22 @@ class _JobEvents:
         self._service.coalescer.forget(self._key(obj))
 
 
+class _CaCopies:
+    """The CA ConfigMaps' informer events: one changed or deleted is written again."""
+
+    def __init__(self, service: ProgressService) -> None:
+        self._service = service
+
+    def on_add(self, obj: Obj) -> None:
+        self._service.ca_changed(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        self._service.ca_changed(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        self._service.ca_changed(obj, deleted=True)
+
+
 def _finished(job: Obj) -> bool:
     return is_finished(JobStatus.model_validate(job.get("status") or {}))
 
@@ -182,6 +230,10 @@ def _pods_of(manager: Manager, info: KindInfo) -> Store:
 
 def _nothing(namespace: str, name: str) -> Obj | None:
     return None
+
+
+async def _no_keys(path: str) -> Obj:
+    raise NotFound(f"{path}: no client to read the issuer's keys with")
 
 
 def _first_of(stores: Sequence[Store]) -> Lookup:

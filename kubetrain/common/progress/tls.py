@@ -9,10 +9,15 @@ Rotation: a new certificate at each start, and again at 2/3 of its lifetime (`VA
 process that runs that long; the serving context loads the new pair for new connections.
 
 The certificate is its own CA: it is published, as `ca.crt`, to the ConfigMap `kubetrain-progress-ca` of
-each namespace whose pods report (`CaPublisher`), which the pods mount (`ProgressInjection`). With several
-replicas each adds its own certificate to the bundle (expired ones and a replica's previous one leave
-it). After a rotation the ConfigMaps are updated; the kubelet refreshes mounted ConfigMaps within a minute
-or so. The bundle's certificates are read by OpenSSL through `ssl`, not `cryptography`.
+each namespace whose pods report (`CaPublisher`), which the pods mount (`ProgressInjection`). Several
+replicas (leader and standbys all serve the endpoint behind one Service) each register their certificate
+in the same ConfigMap of the operator's own namespace (`home`), keeping the others' that have not expired
+(a replica's previous one leaves it); the namespaces' ConfigMaps are copies of that bundle, rewritten whole,
+so a certificate someone adds to a namespace's copy is never kept. The copies are watched (label
+`kubetrain.io/progress-ca`): one changed or deleted is written again at once, with no restart. Outside a
+cluster (no home namespace) the bundle is this process's certificate alone. After a rotation the ConfigMaps
+are updated; the kubelet refreshes mounted ConfigMaps within a minute or so. The bundle's certificates are
+read by OpenSSL through `ssl`, not `cryptography`.
 """
 
 from __future__ import annotations
@@ -21,20 +26,33 @@ import datetime
 import hashlib
 import logging
 import ssl
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kubetrain.common.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kubetrain.common.kube import objects
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS, Obj
 from kubetrain.common.servingcert import load_pem, self_signed_pem
 
-__all__ = ["MAX_BUNDLE", "VALIDITY", "CaPublisher", "ServingPair", "bundle", "load_into", "self_signed"]
+__all__ = [
+    "LABEL",
+    "MAX_BUNDLE",
+    "VALIDITY",
+    "CaPublisher",
+    "ServingPair",
+    "bundle",
+    "load_into",
+    "self_signed",
+]
 
 log = logging.getLogger(__name__)
 
 VALIDITY = datetime.timedelta(days=90)
 CA_KEY = "ca.crt"
+LABEL = "kubetrain.io/progress-ca"
+"""Marks the CA ConfigMaps, which the operator watches (and nothing else of the namespaces' ConfigMaps)."""
+LABELS = {"app.kubernetes.io/managed-by": "kubetrain", LABEL: "true"}
 MAX_BUNDLE = 8
 """Certificates kept in a namespace's bundle: one per live operator replica, and some to spare."""
 _KEY_BEGIN = b"-----BEGIN PRIVATE KEY-----"
@@ -70,63 +88,113 @@ def load_into(context: ssl.SSLContext, pair: ServingPair) -> None:
 
 
 class CaPublisher:
-    """Keeps this process's certificate in `ca.crt` of the ConfigMap `name` in each namespace asked for.
+    """Keeps the replicas' bundle in `ca.crt` of the ConfigMap `name` in `home` and in each namespace asked
+    for (see the module docstring). Writes are read-modify-write with the resourceVersion as a
+    precondition (Conflict: read again)."""
 
-    `ca.crt` is a bundle: each operator replica (leader and standbys all serve the endpoint behind one
-    Service) adds its own certificate and keeps the others' that have not expired, at most `MAX_BUNDLE`,
-    the newest, so a pod trusts whichever replica answers. Writes are read-modify-write with the
-    resourceVersion as a precondition (Conflict: read again)."""
-
-    def __init__(self, api: ApiClient, cert_pem: bytes, *, name: str = "kubetrain-progress-ca") -> None:
-        self._api, self._name = api, name
+    def __init__(
+        self, api: ApiClient, cert_pem: bytes, *, name: str = "kubetrain-progress-ca", home: str = ""
+    ) -> None:
+        self._api, self._name, self._home = api, name, home
         self._pem, self._old = cert_pem, b""
+        self._text = cert_pem.decode()
+        """The bundle the namespaces get: the home ConfigMap's, as last read or written."""
         self._done: set[str] = set()
 
     @property
     def namespaces(self) -> frozenset[str]:
         return frozenset(self._done)
 
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def text(self) -> str:
+        return self._text
+
     async def ensure(self, namespace: str) -> None:
         """Publish to `namespace` once (a failure is logged, and retried at the next call)."""
         if namespace in self._done:
             return
         try:
-            await self._write(namespace)
+            await self._read_home()
+            await self._write(namespace, lambda current: self._text)
         except ApiError as err:
             log.warning("cannot publish the progress CA to %s/%s: %s", namespace, self._name, err)
             return
         self._done.add(namespace)
 
+    def changed(self, namespace: str, config_map: Obj | None) -> bool:
+        """The copy in `namespace` is now `config_map` (None: deleted): whether it must be written again
+        (it is one published and no longer holds the bundle); if so, the next `ensure` writes it."""
+        if namespace not in self._done or namespace == self._home:
+            return False
+        if config_map is not None and (config_map.get("data") or {}).get(CA_KEY) == self._text:
+            return False
+        self._done.discard(namespace)
+        return True
+
     async def rotate(self, cert_pem: bytes) -> None:
-        """A new certificate: update every namespace published so far (the old one leaves the bundle)."""
+        """A new certificate: register it in the home bundle, then update every namespace published so far
+        (the old one leaves the bundle)."""
         self._pem, self._old = cert_pem, self._pem
+        self._text = cert_pem.decode()
+        if self._home:
+            try:
+                await self._write(self._home, self._registered)
+            except ApiError as err:
+                log.warning("cannot register the progress CA in %s/%s: %s", self._home, self._name, err)
         published, self._done = self._done, set()
         for namespace in sorted(published):
             await self.ensure(namespace)
 
-    async def _write(self, namespace: str, tries: int = 3) -> None:
+    def _registered(self, current: Obj | None) -> str:
+        self._text = bundle((current or {}).get("data", {}).get(CA_KEY, ""), self._pem, self._old)
+        return self._text
+
+    async def _read_home(self) -> None:
+        """The home bundle as it is now (another replica may have registered since)."""
+        if not self._home:
+            return
+        try:
+            current = await self._api.get(CONFIGMAPS, self._home, self._name)
+        except NotFound:
+            return
+        text = (current.get("data") or {}).get(CA_KEY)
+        if isinstance(text, str) and text.strip():
+            self._text = text
+
+    async def _write(self, namespace: str, content: Callable[[Obj | None], str], tries: int = 3) -> None:
         for attempt in range(tries):
             try:
                 current = await self._api.get(CONFIGMAPS, namespace, self._name)
             except NotFound:
                 current = None
             try:
-                await self._put(namespace, current)
+                await self._put(namespace, current, content(current))
                 return
             except (Conflict, AlreadyExists):
                 if attempt == tries - 1:
                     raise
 
-    async def _put(self, namespace: str, current: Obj | None) -> None:
-        data = {CA_KEY: bundle((current or {}).get("data", {}).get(CA_KEY, ""), self._pem, self._old)}
+    async def _put(self, namespace: str, current: Obj | None, text: str) -> None:
+        data = {CA_KEY: text}
         if current is None:
-            labels = {"app.kubernetes.io/managed-by": "kubetrain"}
-            await self._api.create(
-                CONFIGMAPS, namespace, {"metadata": {"name": self._name, "labels": labels}, "data": data}
-            )
-        elif current.get("data", {}).get(CA_KEY) != data[CA_KEY]:
-            patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "data": data}
+            body = {"metadata": {"name": self._name, "labels": LABELS}, "data": data}
+            await self._api.create(CONFIGMAPS, namespace, body)
+        elif current.get("data") != data or not LABELS.items() <= objects.labels(current).items():
+            version = current["metadata"]["resourceVersion"]
+            patch = {
+                "metadata": {"resourceVersion": version, "labels": LABELS},
+                "data": _whole(current, data),
+            }
             await self._api.patch(CONFIGMAPS, namespace, self._name, patch)
+
+
+def _whole(current: Obj, data: dict[str, str]) -> dict[str, str | None]:
+    """A merge patch of `data` that also removes every other key someone added."""
+    return {**dict.fromkeys(current.get("data") or {}), **data}
 
 
 def bundle(existing: str, ours: bytes, old: bytes = b"", *, now: datetime.datetime | None = None) -> str:

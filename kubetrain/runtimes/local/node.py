@@ -6,7 +6,7 @@ container's environment, last wins:
 1. this process's environment, minus the variables the operator owns (TF_CONFIG, MASTER_*, PET_*, the
    MPI launchers' ...), so a developer's shell cannot leak into the replicas;
 2. the node's: PATH (venv first), HOSTNAME (the pod's), the run marker `KUBETRAIN_LOCAL_RUN`, and the
-   run's progress endpoint `KUBEFLOW_TRAINER_STATUS_URL` (a developer's own KEP-2779 env is dropped);
+   run's progress endpoint (the three `KUBEFLOW_TRAINER_SERVER_*` variables; a developer's own are dropped);
 3. the pod's own env (resolved and rewritten for the local network and volumes);
 4. for MPI launchers, the remote-shell agent in place of ssh, for every implementation (Open MPI's
    `OMPI_MCA_plm_rsh_agent`, Hydra's `HYDRA_LAUNCHER*` and `I_MPI_HYDRA_BOOTSTRAP*`), MPI kept on the
@@ -25,7 +25,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubetrain.podcontract import names as n
@@ -64,8 +64,8 @@ class LocalNode:
     run_id: str
     python: str = sys.executable
     environ: Mapping[str, str] | None = None
-    progress_url: str | None = None
-    """The run's report receiver (`reports.py`): every container gets it as KUBEFLOW_TRAINER_STATUS_URL."""
+    progress: Mapping[str, str] = field(default_factory=dict)
+    """The run's report receiver's env (`ReportReceiver.env()`): every container gets it."""
 
     def prepare(self) -> None:
         """Write the agent wrapper (an executable path is what MPI launchers accept)."""
@@ -91,8 +91,7 @@ class LocalNode:
         env["HOSTNAME"] = hostname
         env |= pod_env
         env[RUN_MARKER] = self.run_id
-        if self.progress_url is not None:
-            env[progress.URL_ENV] = self.progress_url  # plain HTTP on loopback: no CA, no token
+        env |= self.progress  # the KEP-2779 env: the receiver's URL, CA certificate and token files
         if n.K_MPI_JOB_ROLE in pod_env:
             env |= self._mpi_env(pod_env, env["PATH"])
         if is_mpi_worker(pod_env):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.api import JobStatus, kind_info
+from kubetrain.api.trainerstatus import replacing
 from kubetrain.common.clock import SystemClock
 from kubetrain.common.events import EventType, ObjectRef
 from kubetrain.common.job import (
@@ -218,9 +219,11 @@ class LocalRun:
 
     def _wire(self, run_dir: Path) -> _Session:
         info = kind_info(self._cls.kind.model.model_validate(self.job))
-        reports = ReportReceiver(info.api_version, self.namespace, info.plural, self.name)
-        url = reports.url if self._opts.runtime == "process" else None  # a container's loopback is its own
-        node = LocalNode(run_dir, self.run_id, environ=self._opts.environ, progress_url=url)
+        reports = ReportReceiver(
+            info.api_version, self.namespace, info.plural, self.name, directory=run_dir / "progress"
+        )
+        env = reports.env() if self._opts.runtime == "process" else {}  # a container's loopback is its own
+        node = LocalNode(run_dir, self.run_id, environ=self._opts.environ, progress=env)
         node.prepare()
         api = InMemoryApiClient(status_subresources=[self._cls.job_resource()])
         manager = Manager(api, namespace=self.namespace, http_address=None, shutdown_grace=2.0)
@@ -268,7 +271,7 @@ class LocalRun:
         report = session.reports.take()
         if report is None:
             return
-        patch = {"status": {"trainerStatus": report.to_wire()}}
+        patch = {"status": {"trainerStatus": replacing(report)}}
         resource = session.controller.job_resource()
         await session.manager.api.patch(resource, self.namespace, self.name, patch, subresource="status")
 

@@ -21,7 +21,7 @@ from kubetrain.api import PYTORCHJOB, TFJOB
 from kubetrain.common.job import ServiceMode
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.fake import InMemoryApiClient
-from kubetrain.common.kube.resources import PODS, SERVICES, Obj
+from kubetrain.common.kube.resources import CONFIGMAPS, PODS, SERVICES, Obj
 from kubetrain.common.progress.service import ProgressConfig, ProgressService
 from kubetrain.common.testing import FakeClock
 from kubetrain.controllers.pytorch import PyTorchJobController
@@ -106,12 +106,15 @@ async def test_the_kinds_share_one_pods_and_one_services_informer(cluster: Clust
     assert (cluster.api.count("list", PODS), cluster.api.count("watch", PODS)) == (1, 2)
 
 
-def test_the_progress_service_reads_the_controllers_informers_and_opens_none() -> None:
+def test_the_progress_service_reads_the_controllers_informers_and_opens_only_its_ca_copies() -> None:
+    """Jobs and pods come from the controllers' informers; its one own watch is of its CA ConfigMaps,
+    selected by their label, so that a copy changed or deleted is written again."""
     operator = Cluster().operator  # built, not started: informers are made while wiring
     before = list(operator.manager.informers)
     config = ProgressConfig("127.0.0.1", 0, "https://op:8443", "kubetrain", 30.0, ("op",))
     ProgressService(operator.manager, operator.api, [TFJOB, PYTORCHJOB], config)
-    assert operator.manager.informers == before
+    (added,) = [i for i in operator.manager.informers if i not in before]
+    assert added.resource == CONFIGMAPS and added.label_selector == "kubetrain.io/progress-ca in (true)"
 
 
 async def test_each_kind_creates_and_counts_only_its_own_pods_and_services(cluster: Cluster) -> None:

@@ -1,10 +1,13 @@
-"""Pods of a reporting job get the KEP-2779 env and the projected token+CA volume; a job can opt out, and
-an operator without a progress endpoint injects nothing."""
+"""Pods of a reporting job get Kubeflow Trainer's env and the projected token+CA volume, the token with the
+job's own audience; a job can opt out, and an operator without a progress endpoint injects nothing. The
+reconcile that finishes a job writes its last report with the verdict."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.api import TrainerMetric, TrainerStatus
+from kubetrain.common.progress.coalesce import Coalescer, JobKey
 from kubetrain.common.progress.inject import MOUNT_PATH, OPT_OUT_ANNOTATION, VOLUME, ProgressInjection
 
 from .harness import Cluster
@@ -28,7 +31,7 @@ async def test_every_container_of_every_new_pod_gets_the_env_and_the_volume(clus
         (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == VOLUME]
         token, ca = volume["projected"]["sources"]
         assert token["serviceAccountToken"] == {
-            "audience": "kt-progress",
+            "audience": f"kt-progress/{group}/{version}/namespaces/ns/{plural}/toy/status",
             "expirationSeconds": 3600,
             "path": "token",
         }
@@ -36,12 +39,12 @@ async def test_every_container_of_every_new_pod_gets_the_env_and_the_volume(clus
         assert ca["configMap"]["optional"] is True, "a pod never waits for the CA to start training"
         for container in pod["spec"]["containers"]:
             env = _env(container)
-            assert env["KUBEFLOW_TRAINER_STATUS_URL"] == (
+            assert env["KUBEFLOW_TRAINER_SERVER_URL"] == (
                 f"https://kubetrain-progress.kubetrain-system.svc:8443/apis/{group}/{version}"
                 f"/namespaces/ns/{plural}/toy/status"
             )
-            assert env["KUBEFLOW_TRAINER_STATUS_TOKEN"] == f"{MOUNT_PATH}/token"
-            assert env["KUBEFLOW_TRAINER_STATUS_CA_CERT"] == f"{MOUNT_PATH}/ca.crt"
+            assert env["KUBEFLOW_TRAINER_SERVER_TOKEN"] == f"{MOUNT_PATH}/token"
+            assert env["KUBEFLOW_TRAINER_SERVER_CA_CERT"] == f"{MOUNT_PATH}/ca.crt"
             assert {"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True} in container["volumeMounts"]
 
 
@@ -56,4 +59,35 @@ async def test_a_job_can_opt_out_and_no_endpoint_means_no_injection(cluster: Clu
     assert len(pods) == 4  # a leader and a worker of each job
     for pod in pods.values():
         assert VOLUME not in {v["name"] for v in pod["spec"].get("volumes") or ()}, pod["metadata"]["name"]
-        assert not any("KUBEFLOW_TRAINER_STATUS_URL" in _env(c) for c in pod["spec"]["containers"])
+        assert not any("KUBEFLOW_TRAINER_SERVER_URL" in _env(c) for c in pod["spec"]["containers"])
+
+
+async def test_the_last_report_and_the_verdict_are_written_in_one_status_write(cluster: Cluster) -> None:
+    """A job is never seen Succeeded with an older progress: the reconcile that writes the verdict takes the
+    report still waiting for its interval and writes it in the same patch, replacing `trainerStatus`."""
+    coalescer = Coalescer(cluster.api, interval=10.0, clock=cluster.clock)
+    await cluster.restart_operator(progress=ProgressInjection("https://op:8443", reports=coalescer))
+    await cluster.submit(toy_job(workers=0))
+    await cluster.run_all()
+    key = JobKey(cluster.op.controller.kind, "ns", "toy")
+    coalescer.offer(key, TrainerStatus(progress_percentage=16, estimated_remaining_seconds=50))
+    await coalescer.write_due()
+    final = [TrainerMetric(name="loss", value="0.01")]
+    coalescer.offer(key, TrainerStatus(progress_percentage=100, metrics=final))
+    assert await coalescer.write_due() is not None, "the final report waits for its interval"
+    writes: list[Any] = []
+    patch = cluster.api.patch
+
+    async def recorded(res: Any, namespace: str | None, name: str, body: Any, **kwargs: Any) -> Any:
+        if kwargs.get("subresource") == "status" and res == cluster.op.controller.job_resource():
+            writes.append(body["status"])
+        return await patch(res, namespace, name, body, **kwargs)
+
+    cluster.api.patch = recorded  # type: ignore[method-assign]
+    await cluster.set_phase("toy-leader-0", "Succeeded", exit_code=0)
+    (verdict,) = [w for w in writes if any(c["type"] == "Succeeded" for c in w.get("conditions") or ())]
+    assert verdict["trainerStatus"]["progressPercentage"] == 100
+    assert verdict["trainerStatus"]["estimatedRemainingSeconds"] is None, "the old ETA is removed"
+    stored = (await cluster.job())["status"]["trainerStatus"]
+    assert stored["progressPercentage"] == 100 and "estimatedRemainingSeconds" not in stored
+    assert await coalescer.write_due() is None, "nothing waits any more: it is not written twice"

@@ -84,19 +84,59 @@ def _certs(*what: Any) -> set[x509.Certificate]:
     return {x509.load_pem_x509_certificate(pair.cert_pem) for pair in what}
 
 
-async def test_the_publisher_creates_adds_and_rotates_each_namespace() -> None:
+HOME = "kubetrain-system"
+CA = "kubetrain-progress-ca"
+
+
+async def test_the_replicas_register_at_home_and_each_namespace_gets_the_bundle_whole() -> None:
     api = InMemoryApiClient()
     first, second = pair_here(), pair_here()
-    one, two = CaPublisher(api, first.cert_pem), CaPublisher(api, second.cert_pem)
-    await one.ensure("team-a")
-    await two.ensure("team-a")  # a second replica adds its own
-    stored = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
-    assert _certs(stored) == _certs(first, second)
-    await CaPublisher(api, first.cert_pem).ensure("team-a")  # already there: nothing written
-    again = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
+    one, two = CaPublisher(api, b"", home=HOME), CaPublisher(api, b"", home=HOME)
+    await one.rotate(first.cert_pem)  # each replica's first certificate, at its start
+    await two.rotate(second.cert_pem)
+    await one.ensure("team-a")  # reads the home bundle: the other replica's certificate included
+    stored = await api.get(CONFIGMAPS, "team-a", CA)
+    assert _certs(stored) == _certs(first, second) == _certs(await api.get(CONFIGMAPS, HOME, CA))
+    assert stored["metadata"]["labels"]["kubetrain.io/progress-ca"] == "true"
+    await two.ensure("team-a")  # already there: nothing written
+    again = await api.get(CONFIGMAPS, "team-a", CA)
     assert again["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
     third = pair_here()
     await one.rotate(third.cert_pem)
-    stored = await api.get(CONFIGMAPS, "team-a", "kubetrain-progress-ca")
+    stored = await api.get(CONFIGMAPS, "team-a", CA)
     assert _certs(stored) == _certs(second, third)
     assert one.namespaces == {"team-a"}
+
+
+async def test_a_certificate_a_user_adds_is_not_kept_and_a_deleted_copy_is_written_again() -> None:
+    """Defect 8: a namespace's copy is the home bundle, rewritten whole (never merged with what is there),
+    and a copy changed or deleted is written again when the watch says so, with no restart."""
+    api = InMemoryApiClient()
+    ours, users = pair_here(), pair_here()
+    publisher = CaPublisher(api, b"", home=HOME)
+    await publisher.rotate(ours.cert_pem)
+    await publisher.ensure("team-a")
+    stored = await api.get(CONFIGMAPS, "team-a", CA)
+    tampered = stored["data"]["ca.crt"] + users.cert_pem.decode()
+    await api.patch(CONFIGMAPS, "team-a", CA, {"data": {"ca.crt": tampered, "extra.crt": "x"}})
+    assert publisher.changed("team-a", await api.get(CONFIGMAPS, "team-a", CA))
+    await publisher.ensure("team-a")
+    stored = await api.get(CONFIGMAPS, "team-a", CA)
+    assert _certs(stored) == _certs(ours) and set(stored["data"]) == {"ca.crt"}
+    assert not publisher.changed("team-a", stored), "our own write is not a change"
+    await api.delete(CONFIGMAPS, "team-a", CA)
+    assert publisher.changed("team-a", None)
+    await publisher.ensure("team-a")
+    assert _certs(await api.get(CONFIGMAPS, "team-a", CA)) == _certs(ours)
+
+
+async def test_outside_a_cluster_the_bundle_is_this_processs_certificate_alone() -> None:
+    api = InMemoryApiClient()
+    ours, users = pair_here(), pair_here()
+    await api.create(
+        CONFIGMAPS, "team-a", {"metadata": {"name": CA}, "data": {"ca.crt": users.cert_pem.decode()}}
+    )
+    publisher = CaPublisher(api, b"")
+    await publisher.rotate(ours.cert_pem)
+    await publisher.ensure("team-a")
+    assert _certs(await api.get(CONFIGMAPS, "team-a", CA)) == _certs(ours)

@@ -1,7 +1,8 @@
-"""The operator's progress endpoint over the in-memory API server: what is accepted is written, coalesced;
-what is refused (wrong or missing token, a pod of another job or namespace, a finished job, a bad or
-oversized body, a path of no job) is counted and writes nothing. Token checks against the real API server
-(TokenRequest, TokenReview) are the integration tier's."""
+"""The operator's progress endpoint over the in-memory API server: what is accepted is answered 200 and
+written, coalesced, replacing the whole `trainerStatus`; what is refused (wrong or missing token, a token of
+another job's audience, a pod of another job or namespace or not the job's replica, a token without a pod
+uid, a finished job, a bad or oversized body, a path of no job) is counted and writes nothing. Token checks
+against the real API server (its keys, TokenRequest, TokenReview) are the integration tier's."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kubetrain.api import PYTORCHJOB, TFJOB, KindInfo, TrainerStatus
-from kubetrain.common.kube.authn import POD_NAME_EXTRA, Identity
+from kubetrain.common.errors import TransportError
+from kubetrain.common.kube.authn import POD_NAME_EXTRA, POD_UID_EXTRA, Identity, ReviewsBusy
 from kubetrain.common.kube.fake import InMemoryApiClient
 from kubetrain.common.kube.resources import Obj
 from kubetrain.common.progress import Coalescer, JobKey, StatusReports
+from kubetrain.common.progress.inject import token_audience
 from kubetrain.common.testing import FakeClock
 
 JOBS = JobKey(PYTORCHJOB, "team-a", "mnist").resource
@@ -29,28 +32,45 @@ def _body(**change: Any) -> bytes:
     return json.dumps({"trainerStatus": {**REPORT, **change}}).encode()
 
 
+PREFIX = "kubetrain-progress"
+
+
+def _audience(namespace: str = "team-a", name: str = "mnist", info: KindInfo = PYTORCHJOB) -> str:
+    return token_audience(
+        PREFIX, api_version=info.api_version, plural=info.plural, namespace=namespace, name=name
+    )
+
+
 class Tokens:
-    """TokenReview's answers, by token: a projected token names its pod in `extra`."""
+    """The verified tokens, by token: a projected token names its pod (name and uid) and one audience."""
 
     def __init__(self) -> None:
-        self.known: dict[str, Identity] = {}
-        self.reviewed: set[str] = set()
-        self.reviews = 0
-        """TokenReviews asked of the API server."""
+        self.known: dict[str, tuple[Identity, str]] = {}
+        self.asked: list[str] = []
+        """The audiences each request was checked for."""
 
-    def issue(self, token: str, namespace: str, pod: str | None) -> str:
-        extra = {POD_NAME_EXTRA: (pod,)} if pod else {}
-        self.known[token] = Identity(f"system:serviceaccount:{namespace}:default", extra=extra)
+    def issue(
+        self, token: str, namespace: str, pod: str | None, *, audience: str | None = None, uid: bool = True
+    ) -> str:
+        extra = {POD_NAME_EXTRA: (pod,), POD_UID_EXTRA: (_uid(namespace, pod),)} if pod else {}
+        if not uid:
+            extra.pop(POD_UID_EXTRA, None)
+        identity = Identity(f"system:serviceaccount:{namespace}:default", extra=extra)
+        self.known[token] = (identity, audience or _audience(namespace))
         return f"Bearer {token}"
 
-    async def authenticate(self, token: str) -> Identity | None:
-        self.reviews += 1
-        self.reviewed.add(token)
-        return self.known.get(token)
+    async def authenticate(self, token: str, audience: str) -> Identity | None:
+        self.asked.append(audience)
+        if token == "review-busy":
+            raise ReviewsBusy("68 tokens under review already")
+        if token == "review-failed":
+            raise TransportError("the API server did not answer")
+        identity, meant_for = self.known.get(token, (None, ""))
+        return identity if meant_for == audience else None
 
-    def peek(self, token: str) -> Identity | None:
-        """As TokenAuthenticator's cache: an accepted token, once reviewed, is not reviewed again."""
-        return self.known.get(token) if token in self.reviewed else None
+
+def _uid(namespace: str, pod: str | None) -> str:
+    return f"uid-{namespace}-{pod}"
 
 
 class Plane:
@@ -64,6 +84,7 @@ class Plane:
         self.coalescer = Coalescer(self.api, interval=10.0, clock=self.clock, registry=self.registry)
         self.endpoint = StatusReports(
             self.tokens,
+            audience=PREFIX,
             jobs=lambda info: lambda ns, name: self.jobs.get((info.kind, ns, name)),
             pods=lambda ns, name: self.pods.get((ns, name)),
             coalescer=self.coalescer,
@@ -83,12 +104,17 @@ class Plane:
         self.jobs[(info.kind, namespace, name)] = created
         return created
 
-    def pod(self, job: Obj, name: str, *, job_name: str | None = None) -> None:
+    def pod(
+        self, job: Obj, name: str, *, job_name: str | None = None, rtype: str = "master", index: str = "0"
+    ) -> None:
+        """A pod the job controls, labelled as the controller labels replica `rtype` `index`."""
         meta = job["metadata"]
         owner = {"kind": job["kind"], "name": meta["name"], "uid": meta["uid"], "controller": True}
-        labels = {"training.kubeflow.org/job-name": job_name or meta["name"]}
+        prefix = "training.kubeflow.org/"
+        labels = {f"{prefix}job-name": job_name or meta["name"], f"{prefix}replica-type": rtype,
+                  f"{prefix}replica-index": index}  # fmt: skip
         pod = {"metadata": {"name": name, "namespace": meta["namespace"], "labels": labels,
-                            "ownerReferences": [owner]}}  # fmt: skip
+                            "uid": _uid(meta["namespace"], name), "ownerReferences": [owner]}}  # fmt: skip
         self.pods[(meta["namespace"], name)] = pod
 
     async def stored_progress(self, namespace: str = "team-a", name: str = "mnist") -> Any:
@@ -110,7 +136,7 @@ async def plane() -> Plane:
 async def test_a_report_of_the_jobs_own_pod_is_written_to_its_status(plane: Plane) -> None:
     token = plane.tokens.issue("good", "team-a", "mnist-master-0")
     answer = await plane.endpoint.handle(PATH, token, _body())
-    assert answer.status == HTTPStatus.ACCEPTED
+    assert answer.status == HTTPStatus.OK
     await plane.coalescer.write_due()
     stored = await plane.stored_progress()
     assert stored["progressPercentage"] == 42 and stored["metrics"] == REPORT["metrics"]
@@ -159,6 +185,19 @@ async def test_no_token_or_an_unknown_one_is_unauthenticated(plane: Plane) -> No
     assert plane.count("kubetrain_progress_requests_total", result="unauthenticated") == 2
 
 
+async def test_a_token_that_cannot_be_reviewed_now_is_answered_503_with_retry_after(plane: Plane) -> None:
+    """Past the bounded TokenReviews the pod is told to come back at once (nothing queued); an API server
+    that cannot answer is not taken for a refusal either."""
+    busy = await plane.endpoint.handle(PATH, "Bearer review-busy", _body())
+    assert (busy.status, busy.retry_after) == (HTTPStatus.SERVICE_UNAVAILABLE, 1.0)
+    failed = await plane.endpoint.handle(PATH, "Bearer review-failed", _body())
+    assert failed.status == HTTPStatus.SERVICE_UNAVAILABLE and failed.retry_after
+    assert plane.count("kubetrain_progress_requests_total", result="busy") == 1
+    assert plane.count("kubetrain_progress_requests_total", result="unavailable") == 1
+    await plane.coalescer.write_due()
+    assert await plane.stored_progress() is None
+
+
 async def test_a_pod_of_another_job_or_namespace_or_no_pod_is_forbidden(plane: Plane) -> None:
     other = await plane.job(PYTORCHJOB, "team-a", "other")
     plane.pod(other, "other-master-0")
@@ -168,7 +207,8 @@ async def test_a_pod_of_another_job_or_namespace_or_no_pod_is_forbidden(plane: P
     plane.pod(impostor, "fake-0", job_name="mnist")  # labelled as mnist's, owned by another job
     cases = [
         plane.tokens.issue("other-job", "team-a", "other-master-0"),
-        plane.tokens.issue("other-namespace", "team-b", "mnist-master-0"),
+        # a pod may ask for any audience: one of team-b asking for this job's is still not this job's
+        plane.tokens.issue("other-namespace", "team-b", "mnist-master-0", audience=_audience()),
         plane.tokens.issue("no-pod", "team-a", None),
         plane.tokens.issue("gone-pod", "team-a", "mnist-worker-9"),
         plane.tokens.issue("mislabelled", "team-a", "fake-0"),
@@ -176,6 +216,68 @@ async def test_a_pod_of_another_job_or_namespace_or_no_pod_is_forbidden(plane: P
     for token in cases:
         assert await _refused(plane, PATH, token, _body()) == HTTPStatus.FORBIDDEN, token
     assert plane.count("kubetrain_progress_requests_total", result="forbidden") == len(cases)
+
+
+async def test_a_token_for_another_jobs_audience_is_unauthenticated(plane: Plane) -> None:
+    """Each job's tokens have an audience of their own: a token of the job `other` cannot report for
+    `mnist`, even from a pod of `mnist` (a pod spec can ask for any audience)."""
+    token = plane.tokens.issue("other-audience", "team-a", "mnist-master-0", audience=_audience(name="other"))
+    assert await _refused(plane, PATH, token, _body()) == HTTPStatus.UNAUTHORIZED
+    assert plane.tokens.asked == [_audience()]
+    assert _audience() == "kubetrain-progress/kubeflow.org/v1/namespaces/team-a/pytorchjobs/mnist/status"
+
+
+async def test_a_pod_that_only_copies_the_labels_and_owner_or_a_token_without_a_pod_uid_is_forbidden(
+    plane: Plane,
+) -> None:
+    """Defect 7: labels and an owner reference can be copied by anyone who may create pods, so the pod must
+    also be the replica the controller would run under that name, and the token must name its uid."""
+    job = plane.jobs[("PyTorchJob", "team-a", "mnist")]
+    plane.pod(job, "copycat", rtype="master", index="0")  # the job's labels and owner, not its replica name
+    plane.pod(job, "mnist-master-1", rtype="master", index="1")  # an index the spec does not have
+    plane.pod(job, "mnist-worker-0", rtype="worker", index="0")  # a replica type the spec does not have
+    cases = [
+        plane.tokens.issue("copycat", "team-a", "copycat"),
+        plane.tokens.issue("index", "team-a", "mnist-master-1"),
+        plane.tokens.issue("rtype", "team-a", "mnist-worker-0"),
+        plane.tokens.issue("no-uid", "team-a", "mnist-master-0", uid=False),
+    ]
+    for token in cases:
+        assert await _refused(plane, PATH, token, _body()) == HTTPStatus.FORBIDDEN, token
+    plane.pods[("team-a", "mnist-master-0")]["metadata"]["uid"] = "recreated"  # same name, another pod
+    token = plane.tokens.issue("old-pod", "team-a", "mnist-master-0")
+    assert await _refused(plane, PATH, token, _body()) == HTTPStatus.FORBIDDEN
+
+
+async def test_a_report_replaces_the_whole_status_so_a_stale_eta_is_gone(plane: Plane) -> None:
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    await plane.endpoint.handle(PATH, token, _body(progressPercentage=5, estimatedRemainingSeconds=10))
+    await plane.coalescer.write_due()
+    assert (await plane.stored_progress())["estimatedRemainingSeconds"] == 10
+    await plane.clock.advance(10.0)
+    await plane.endpoint.handle(
+        PATH, token, json.dumps({"trainerStatus": {"progressPercentage": 20}}).encode()
+    )
+    await plane.coalescer.write_due()
+    stored = await plane.stored_progress()
+    assert stored["progressPercentage"] == 20
+    assert "estimatedRemainingSeconds" not in stored and "metrics" not in stored, stored
+
+
+async def test_kubeflows_clients_body_is_accepted_as_they_send_it_and_answered_200(plane: Plane) -> None:
+    """The body of Transformers' KubeflowCallback and the Kubeflow SDK: their own `lastUpdatedTime` (ISO
+    8601 with an offset), string values, and (SDK) up to 256 metrics, of which the first 16 are kept."""
+    token = plane.tokens.issue("good", "team-a", "mnist-master-0")
+    metrics = [{"name": f"m{i}", "value": str(i / 3)} for i in range(40)]
+    sent = {"lastUpdatedTime": "2026-11-28T21:00:00.123456+00:00", "progressPercentage": 99,
+            "estimatedRemainingSeconds": 3, "metrics": metrics}  # fmt: skip
+    answer = await plane.endpoint.handle(PATH, token, json.dumps({"trainerStatus": sent}).encode())
+    assert answer.status == HTTPStatus.OK, answer
+    await plane.coalescer.write_due()
+    stored = await plane.stored_progress()
+    assert stored["progressPercentage"] == 99 and stored["estimatedRemainingSeconds"] == 3
+    assert stored["metrics"] == metrics[:16]
+    assert stored["lastUpdatedTime"] != sent["lastUpdatedTime"], "the time the operator received it"
 
 
 async def test_a_finished_job_refuses_reports(plane: Plane) -> None:
@@ -279,11 +381,10 @@ async def test_a_flood_costs_no_token_review_and_no_write_beyond_one_per_interva
     token = plane.tokens.issue("good", "team-a", "mnist-master-0")
     first = await plane.endpoint.handle(PATH, token, _body(progressPercentage=1))
     await plane.coalescer.write_due()
-    assert first.status == HTTPStatus.ACCEPTED and first.retry_after == pytest.approx(10.0)
+    assert first.status == HTTPStatus.OK and first.retry_after == pytest.approx(10.0)
     answers = [await plane.endpoint.handle(PATH, token, _body(progressPercentage=2)) for _ in range(998)]
     last = await plane.endpoint.handle(PATH, token, _body(progressPercentage=3))
-    assert {a.status for a in answers} == {HTTPStatus.ACCEPTED}
-    assert plane.tokens.reviews == 1, "a token reviewed a moment ago is not reviewed again"
+    assert {a.status for a in answers} == {HTTPStatus.OK}
     assert plane.count("kubetrain_progress_requests_total", result="early") == 999
     await plane.clock.advance(4.0)
     assert await plane.coalescer.write_due() == pytest.approx(6.0)

@@ -253,6 +253,7 @@ def test_progress_url_defaults_to_the_operators_service_in_its_namespace() -> No
         audience="kubetrain-progress",
         interval=10.0,
         hosts=(f"{service}.svc", "kubetrain-operator", service, f"{service}.svc.corp.local"),
+        namespace="kubetrain-system",
     )
 
 

@@ -50,9 +50,9 @@ def test_env_var_names_are_the_kubeflow_ones() -> None:
     assert n.OMPI_MCA_ORTE_DEFAULT_HOSTFILE == "OMPI_MCA_orte_default_hostfile"
     assert (n.HOSTFILE_PATH, n.DISCOVER_HOSTS_PATH) == ("/etc/mpi/hostfile", "/etc/mpi/discover_hosts.sh")
     assert (progress.URL_ENV, progress.CA_CERT_ENV, progress.TOKEN_ENV) == (
-        "KUBEFLOW_TRAINER_STATUS_URL",
-        "KUBEFLOW_TRAINER_STATUS_CA_CERT",
-        "KUBEFLOW_TRAINER_STATUS_TOKEN",
+        "KUBEFLOW_TRAINER_SERVER_URL",
+        "KUBEFLOW_TRAINER_SERVER_CA_CERT",
+        "KUBEFLOW_TRAINER_SERVER_TOKEN",
     )
     for name in n.__all__:
         assert isinstance(getattr(n, name), str)

@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,15 @@ class Collect:
         self.entered.set()
         if self.gate is not None:
             assert self.gate.wait(10)
-        self.bodies.append(json.loads(body)["trainerStatus"])
+        self.bodies.append(_unstamped(json.loads(body))["trainerStatus"])
+
+
+def _unstamped(document: dict[str, Any]) -> dict[str, Any]:
+    """The body without its `lastUpdatedTime`, which must be an ISO 8601 time with its zone, as Kubeflow's
+    clients send it."""
+    stamped = datetime.fromisoformat(document["trainerStatus"].pop("lastUpdatedTime"))
+    assert stamped.tzinfo is not None
+    return document
 
 
 def test_percentage_eta_and_metrics_are_computed_from_the_step_rate() -> None:
@@ -88,7 +97,9 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
-        self.seen.append((self.path, self.headers.get("Authorization"), json.loads(self.rfile.read(length))))
+        self.seen.append(
+            (self.path, self.headers.get("Authorization"), _unstamped(json.loads(self.rfile.read(length))))
+        )
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()

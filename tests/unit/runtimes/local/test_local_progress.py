@@ -1,18 +1,21 @@
-"""A local run's progress: the loopback receiver checks reports as the operator would, and the console
-shows them as a bar with ETA and a loss sparkline, then a table of the final metrics (terminal only)."""
+"""A local run's progress: the loopback receiver serves HTTPS with the run's certificate, asks for the run's
+token and checks reports as the operator would, and the console shows them as a bar with ETA and a loss
+sparkline, then a table of the final metrics (terminal only)."""
 
 from __future__ import annotations
 
 import io
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from kubetrain.api import TrainerStatus
-from kubetrain.podcontract.progress import MAX_BODY_BYTES
+from kubetrain.podcontract.progress import CA_CERT_ENV, MAX_BODY_BYTES, TOKEN_ENV, URL_ENV
 from kubetrain.runtimes.local.console import Console
 from kubetrain.runtimes.local.progressbar import LossHistory, bar_line, sparkline
 from kubetrain.runtimes.local.reports import ReportReceiver
@@ -21,26 +24,37 @@ from kubetrain.runtimes.progress import Reporter, http_sender
 
 
 @pytest.fixture
-def receiver() -> Iterator[ReportReceiver]:
-    server = ReportReceiver("kubeflow.org/v1", "default", "pytorchjobs", "mnist")
+def receiver(tmp_path: Path) -> Iterator[ReportReceiver]:
+    server = ReportReceiver("kubeflow.org/v1", "default", "pytorchjobs", "mnist", directory=tmp_path / "p")
     server.start()
     yield server
     server.stop()
 
 
-def _post(url: str, body: bytes) -> int:
-    request = urllib.request.Request(url, data=body, method="POST")
+def _post(receiver: ReportReceiver, url: str, body: bytes, token: str | None = None) -> int:
+    token = receiver.token_file.read_text() if token is None else token
+    headers = {"Authorization": f"Bearer {token}"}
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
+    context = ssl.create_default_context(cafile=str(receiver.ca_cert))
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
         return error.code
 
 
 def test_the_runtime_helper_reports_to_the_receiver(receiver: ReportReceiver) -> None:
-    assert receiver.url.startswith("http://127.0.0.1:")
+    assert receiver.url.startswith("https://127.0.0.1:")
     assert receiver.url.endswith("/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/mnist/status")
-    reporter = Reporter(http_sender(receiver.url, ca_cert=None, token_path=None), min_interval=0)
+    env = receiver.env()
+    assert (env[URL_ENV], env[CA_CERT_ENV], env[TOKEN_ENV]) == (
+        receiver.url,
+        str(receiver.ca_cert),
+        str(receiver.token_file),
+    )
+    assert receiver.token_file.stat().st_mode & 0o077 == 0, "only this user reads the token"
+    send = http_sender(env[URL_ENV], ca_cert=env[CA_CERT_ENV], token_path=env[TOKEN_ENV])
+    reporter = Reporter(send, min_interval=0)
     reporter.report(step=3, total=4, loss=0.25)
     assert reporter.flush(5)
     status = receiver.take()
@@ -64,8 +78,15 @@ def test_bad_reports_are_refused_and_kept_out(
     receiver: ReportReceiver, path: str | None, body: bytes, code: int
 ) -> None:
     base = receiver.url[: receiver.url.index("/apis/")]
-    assert _post(base + (path or receiver.path), body) == code
+    assert _post(receiver, base + (path or receiver.path), body) == code
     assert receiver.take() is None and receiver.refused == 1
+
+
+def test_a_report_without_the_runs_token_is_refused(receiver: ReportReceiver) -> None:
+    body = b'{"trainerStatus": {"progressPercentage": 5}}'
+    assert _post(receiver, receiver.url, body, token="guessed") == 401
+    assert receiver.take() is None and receiver.refused == 1
+    assert _post(receiver, receiver.url, body) == 200
 
 
 def _status(percent: int, loss: str, second: int) -> TrainerStatus:
