@@ -53,10 +53,12 @@ async def restart_when_served(api: ApiClient, setting: str) -> None:
     while absent:
         await asyncio.sleep(RECHECK_SECONDS)
         absent = await _absent(api)
-    raise KueueServed(
+    served = KueueServed(
         "Kueue's Workload API (kueue.x-k8s.io/v1beta2) is served now; the operator stops so that it "
         "restarts with the Kueue integration on"
     )
+    log.warning("Kueue integration: %s", served)
+    raise served
 
 
 async def _absent(api: ApiClient) -> bool:
