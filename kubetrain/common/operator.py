@@ -42,6 +42,7 @@ from kubetrain.common.job import JobController, add_job_controller
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.kueue import AUTO, DEFAULT_KUEUE_CONFIG, KueueIntegration, parse_setting
 from kubetrain.common.kueue import resolve as resolve_kueue
+from kubetrain.common.kueue.arrival import restart_when_served
 from kubetrain.common.leader import LeaderElectionConfig
 from kubetrain.common.manager import Manager
 from kubetrain.common.metrics import Metrics
@@ -184,6 +185,8 @@ class Operator:
             )
             manager = self.manager = self.build(clients, security)
             manager.add_runnable(lambda: _announce_ready(manager, started, stopper))
+            if self.kueue is None:  # Kueue installed later: restart then (`kubetrain.common.kueue.arrival`)
+                manager.add_runnable(functools.partial(restart_when_served, api, config.kueue_integration))
             await manager.run()
         except asyncio.CancelledError:
             log.info("stopped during start-up")

@@ -15,7 +15,8 @@ Kueue refuses a configuration that lists a kind in both.
 - a comma list of kinds (`PyTorchJob,TFJob`): exactly those.
 
 Without the Workload API on the cluster (Kueue not installed) the integration is off, logged once, and a
-job labelled with a queue runs as it always did: there is no quota to wait for.
+job labelled with a queue runs at once; the operator looks for the API again and restarts once it is
+served (`arrival.py`).
 """
 
 from __future__ import annotations
