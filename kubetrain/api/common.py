@@ -74,6 +74,8 @@ class JobConditionType(StrEnum):
     FAILED = "Failed"
     CREATE_FAILED = "CreateFailed"
     """kubetrain's own: the API server refuses the job's pods or Services (docs/differences.md)."""
+    QUEUED = "Queued"
+    """kubetrain's own: the job waits for Kueue to admit it (docs/ecosystem.md)."""
 
 
 class ConditionStatus(StrEnum):

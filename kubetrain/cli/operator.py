@@ -27,6 +27,7 @@ from kubetrain.cli.operator_options import (
     OptionsError,
     options_from_args,
 )
+from kubetrain.common.cmdline import add_kueue_flags
 from kubetrain.controllers.registry import CONTROLLERS
 
 __all__ = ["build_operator_parser", "register", "run"]
@@ -102,6 +103,7 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
     _election_flags(parser.add_argument_group("leader election (one active replica at a time)"))
     _endpoint_flags(parser.add_argument_group("health and metrics endpoints"))
     _log_flags(parser.add_argument_group("logging and shutdown"))
+    add_kueue_flags(parser.add_argument_group("Kueue (docs/ecosystem.md)"))
     add_kubeflow_flags(parser)
 
 

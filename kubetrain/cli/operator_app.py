@@ -132,6 +132,8 @@ class _BuiltinOperator(Operator):
             child_event_delay=options.child_event_delay,
             shutdown_grace=options.shutdown_grace,
             sync_patience=_TRANSIENT_PATIENCE,
+            kueue_integration=options.kueue_integration,
+            kueue_config=options.kueue_config,
         )
         super().__init__(list(controllers.values()), config)
         self.options = options
@@ -161,6 +163,7 @@ class _BuiltinOperator(Operator):
             workers=options.workers,
             child_event_delay=options.child_event_delay,
             progress=self.progress.injection if self.progress else None,
+            kueue=self.kueue,
         )
 
 

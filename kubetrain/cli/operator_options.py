@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, final
 from kubetrain.cli.operator_kubeflow import refusals
 from kubetrain.cli.operator_progress import ProgressOptions, progress_options
 from kubetrain.common import cmdline
+from kubetrain.common.kueue.integration import AUTO, DEFAULT_KUEUE_CONFIG, check_config_name, parse_setting
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
 
 if TYPE_CHECKING:  # imported where used: every `kubetrain` command builds this parser, few run it
@@ -134,6 +135,8 @@ class OperatorOptions:
     shutdown_grace: float = DEFAULTS.shutdown_grace
     progress: ProgressOptions | None = None
     """None: no endpoint, and pods get no reporting env."""
+    kueue_integration: str = AUTO
+    kueue_config: str = DEFAULT_KUEUE_CONFIG
 
 
 class BoolFlag(argparse.Action):
@@ -202,7 +205,18 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
         log_level=args.log_level,
         shutdown_grace=float(args.shutdown_grace),
         progress=_progress(args, env),
+        kueue_integration=_kueue(args),
+        kueue_config=args.kueue_config,
     )
+
+
+def _kueue(args: argparse.Namespace) -> str:
+    try:
+        parse_setting(args.kueue_integration, CONTROLLERS)
+        check_config_name(args.kueue_config)
+    except ValueError as err:
+        raise OptionsError(str(err)) from err
+    return str(args.kueue_integration)
 
 
 def _check_positive(flag: str, value: float) -> None:

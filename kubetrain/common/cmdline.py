@@ -7,6 +7,7 @@
     --metrics-bind-address [HOST]:PORT        a second listener for Prometheus (default 0: off)
     --metrics-secure=true|false  --metrics-cert-path DIR   HTTPS with each scrape checked (default true)
     --workers N  --log-level LEVEL
+    --kueue-integration auto|none|KIND[,KIND...]  --kueue-config NAMESPACE/NAME   (docs/ecosystem.md)
 
 The flag names are controller-runtime's, so a Deployment written for a kubebuilder operator reads the
 same. `run` returns the process exit code: 0 after a clean stop, 1 when the operator cannot start or must
@@ -24,12 +25,13 @@ from typing import Any
 
 from kubetrain.common.errors import LeadershipLost
 from kubetrain.common.job import JobController
+from kubetrain.common.kueue.integration import AUTO, DEFAULT_KUEUE_CONFIG, check_config_name, parse_setting
 from kubetrain.common.leader import LeaderElectionConfig, default_identity
 from kubetrain.common.logs import ContextFilter
 from kubetrain.common.metricsauth import MetricsSetupError
 from kubetrain.common.operator import Address, ConnectError, Operator, OperatorConfig
 
-__all__ = ["config_from_args", "operator_parser", "parse_address", "run"]
+__all__ = ["add_kueue_flags", "config_from_args", "operator_parser", "parse_address", "run"]
 
 log = logging.getLogger("kubetrain.operator")
 
@@ -46,6 +48,7 @@ def run(
     parser = operator_parser(prog=prog, description=f"Runs the operator of {names}.")
     args = parser.parse_args(argv)
     try:
+        parse_setting(args.kueue_integration, [cls.kind.kind for cls in controllers])
         config = config_from_args(args, lease_name=controllers[0].kind.operator_name)
     except ValueError as err:
         parser.error(str(err))
@@ -81,7 +84,27 @@ def operator_parser(*, prog: str | None = None, description: str | None = None) 
     add("--metrics-cert-path", metavar="DIR", help="tls.crt and tls.key for /metrics (default: self-signed)")
     add("--workers", type=int, default=1, help="jobs of each kind reconciled at once")
     add("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    add_kueue_flags(parser)
     return parser
+
+
+def add_kueue_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--kueue-integration` and `--kueue-config`, the flags of the Kueue integration
+    (`kubetrain.common.kueue.integration`), as every operator has them."""
+    parser.add_argument(
+        "--kueue-integration",
+        default=AUTO,
+        metavar="auto|none|KIND[,KIND...]",
+        help="the kinds whose queued jobs (label kueue.x-k8s.io/queue-name) this operator admits through "
+        "Kueue itself: auto (default) = those Kueue's configuration does not integrate itself; none; or a "
+        "comma list of kinds",
+    )
+    parser.add_argument(
+        "--kueue-config",
+        default=DEFAULT_KUEUE_CONFIG,
+        metavar="NAMESPACE/NAME",
+        help="Kueue's ConfigMap, read by --kueue-integration=auto (default: %(default)s)",
+    )
 
 
 def config_from_args(args: argparse.Namespace, *, lease_name: str) -> OperatorConfig:
@@ -89,6 +112,7 @@ def config_from_args(args: argparse.Namespace, *, lease_name: str) -> OperatorCo
     one); a ValueError names the bad flag and the fix."""
     if args.workers < 1:
         raise ValueError(f"--workers={args.workers}: must be 1 or more")
+    check_config_name(args.kueue_config)
     return OperatorConfig(
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -99,6 +123,8 @@ def config_from_args(args: argparse.Namespace, *, lease_name: str) -> OperatorCo
         metrics_secure=args.metrics_secure,
         metrics_cert_path=args.metrics_cert_path,
         workers=args.workers,
+        kueue_integration=args.kueue_integration,
+        kueue_config=args.kueue_config,
     )
 
 

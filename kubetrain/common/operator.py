@@ -37,6 +37,8 @@ from kubetrain.common.errors import KubetrainError
 from kubetrain.common.events import EventRecorder, KubeEventRecorder
 from kubetrain.common.job import JobController, add_job_controller
 from kubetrain.common.kube.rest import KubeApiClient
+from kubetrain.common.kueue import AUTO, DEFAULT_KUEUE_CONFIG, KueueIntegration, parse_setting
+from kubetrain.common.kueue import resolve as resolve_kueue
 from kubetrain.common.leader import LeaderElectionConfig
 from kubetrain.common.manager import Manager
 from kubetrain.common.metrics import Metrics
@@ -101,6 +103,10 @@ class OperatorConfig:
     """With a value (seconds), an informer that cannot fill its cache at start-up stops the operator:
     `serve()` raises its `CacheSyncError` (`kubetrain.common.Manager`); None: informers retry for ever."""
     user_agent: str = f"kubetrain-operator/{__version__}"
+    kueue_integration: str = AUTO
+    """`--kueue-integration`: `auto`, `none`, or a comma list of kinds (`kubetrain.common.kueue`)."""
+    kueue_config: str = DEFAULT_KUEUE_CONFIG
+    """`--kueue-config`: Kueue's ConfigMap, NAMESPACE/NAME, read by `auto`."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,8 @@ class Operator:
         self.manager: Manager | None = None
         self.progress: ProgressService | None = None
         """The training-progress endpoint, once built (when `config.progress` is set)."""
+        self.kueue: KueueIntegration | None = None
+        """The Kueue integration, decided at start-up from `config.kueue_integration` (None: off)."""
 
     def main(self) -> None:
         """Run until SIGTERM or SIGINT, in a new event loop (uvloop's where installed: `eventloop.run`)."""
@@ -162,6 +170,7 @@ class Operator:
                 reviews = await self._connect(_REVIEW_QPS, _REVIEW_BURST, opened)
             clients = Clients(api, leader, events, progress, reviews)
             await self.prepare(clients)
+            self.kueue = await self.resolve_kueue(clients.api)
             security = await metrics_security(
                 secure=config.metrics_secure and config.metrics_address is not None,
                 cert_path=config.metrics_cert_path,
@@ -180,6 +189,12 @@ class Operator:
 
     async def prepare(self, clients: Clients) -> None:
         """Checks before the manager starts (the built-in operator reads its Lease). Default: none."""
+
+    async def resolve_kueue(self, api: KubeApiClient) -> KueueIntegration | None:
+        """Which kinds' queued jobs this operator admits through Kueue (`--kueue-integration`)."""
+        kinds = [cls.kind for cls in self.controllers]
+        setting = parse_setting(self.config.kueue_integration, [k.kind for k in kinds])
+        return await resolve_kueue(api, setting, kinds, config=self.config.kueue_config)
 
     def build(self, clients: Clients, security: MetricsSecurity | None = None) -> Manager:
         """The manager, with an Event recorder per kind and every controller added to it; `security`
@@ -227,6 +242,7 @@ class Operator:
             workers=config.workers,
             child_event_delay=config.child_event_delay,
             progress=self.progress.injection if self.progress else None,
+            kueue=self.kueue,
         )
 
     def _progress(self, clients: Clients, manager: Manager) -> ProgressService | None:

@@ -53,6 +53,7 @@ class TFJobController(ConfiguredJobController[TFJob]):
 
     kind = TFJOB
     framework = "tensorflow"
+    podset_order = ("Chief", "Master", "PS", "Worker", "Evaluator")  # Kueue's TFJob integration's order
     _last_cluster: tuple[TFJob, Mapping[str, tuple[str, ...]]] | None = None
 
     def configure_pod(self, job: TFJob, rtype: str, index: int, pod: Obj) -> Obj:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kubetrain.common.job.fence import WriteFence
     from kubetrain.common.job.gang import GangScheduling
     from kubetrain.common.job.ledger import Unwritten
+    from kubetrain.common.job.queueing import Queueing
     from kubetrain.common.job.services import ServiceMode
     from kubetrain.common.job.verdict import Verdict
     from kubetrain.common.kube.client import ApiClient
@@ -64,6 +65,8 @@ class JobContract(Protocol[JobT]):
     def replica_types(self, job: JobT) -> list[str]: ...
 
     def service_mode_of(self, job: JobT) -> ServiceMode: ...
+
+    def podset_types(self, job: JobT) -> list[str]: ...
 
     # the hooks: pure, synchronous, typed -----------------------------------------------------------------
     def default(self, job: JobT) -> JobT: ...
@@ -112,6 +115,10 @@ class JobContract(Protocol[JobT]):
     @property
     def progress(self) -> ProgressInjection | None:
         """Where new pods report training progress (KEP-2779); None: they get no reporting env."""
+
+    @property
+    def queueing(self) -> Queueing | None:
+        """The Kueue integration, when it manages this kind; None: queue labels change nothing here."""
 
     @property
     def fence(self) -> WriteFence: ...

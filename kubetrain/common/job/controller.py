@@ -43,6 +43,7 @@ from kubetrain.common.job.ledger import Unwritten
 from kubetrain.common.job.limits import oversized
 from kubetrain.common.job.parsed import ParsedJobs
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT
+from kubetrain.common.job.queueing import Queueing, admission, after_run, finished, hold
 from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION, ServiceMode, replica_address
 from kubetrain.common.job.sync import JobSync, reject
 from kubetrain.common.job.verdict import Verdict, default_verdict
@@ -50,6 +51,7 @@ from kubetrain.common.kube import objects
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import PODS, SERVICES, Obj, Resource
 from kubetrain.common.kube.store import Store
+from kubetrain.common.kueue import WORKLOADS, KueueIntegration
 from kubetrain.common.metrics import SKIP_MANAGED_BY, Metrics
 from kubetrain.common.progress.inject import ProgressInjection
 from kubetrain.common.reconcile import Request, Result
@@ -77,6 +79,9 @@ class JobController(Generic[JobT]):
     service_modes: ClassVar[tuple[ServiceMode, ...]] = (ServiceMode.REPLICA, ServiceMode.JOB)
     """The `ServiceMode`s the kind supports, the one it falls back to first (the mpi-operator's MPIJob,
     for one, only ever had the job's Service)."""
+    podset_order: ClassVar[tuple[str, ...] | None] = None
+    """The order of the replica types in the job's Kueue Workload, when it is not `kind.replica_types`: that
+    of Kueue's own integration of the kind, so that both make the same Workload."""
 
     def __init__(
         self,
@@ -91,11 +96,13 @@ class JobController(Generic[JobT]):
         terminating_timeout: float = DEFAULT_TERMINATING_TIMEOUT,
         service_mode: ServiceMode | None = None,
         progress: ProgressInjection | None = None,
+        kueue: KueueIntegration | None = None,
     ) -> None:
         """`cache` holds an informer store for each of `resources()`; `gang` enables gang scheduling;
         `service_mode` picks how pods get DNS names, among the kind's `service_modes` (else its first);
-        `progress` gives new pods the env and volume to report training progress to the operator."""
-        missing = [str(r) for r in self.resources_for(gang) if r not in cache]
+        `progress` gives new pods the env and volume to report training progress to the operator; `kueue`
+        admits the queued jobs of the kinds it manages through Kueue (`kubetrain.common.job.queueing`)."""
+        missing = [str(r) for r in self.resources_for(gang, kueue) if r not in cache]
         if missing:
             raise ValueError(f"{type(self).__name__} needs cached stores of: {', '.join(missing)}")
         self.api = api
@@ -108,6 +115,9 @@ class JobController(Generic[JobT]):
         self.terminating_timeout = terminating_timeout
         self.service_mode = service_mode if service_mode in self.service_modes else self.service_modes[0]
         self.progress = progress
+        self.queueing = (
+            Queueing(kueue, api=api, clock=clock) if kueue is not None and kueue.manages(self.kind) else None
+        )
         self.fence = WriteFence()
         self.unwritten = Unwritten()
         self.parsed: ParsedJobs[JobT] = ParsedJobs(cast("type[JobT]", self.kind.model), clock)
@@ -126,14 +136,18 @@ class JobController(Generic[JobT]):
         return Resource(cls.kind.group, cls.kind.version, cls.kind.plural, cls.kind.kind)
 
     @classmethod
-    def resources_for(cls, gang: GangScheduling | None = None) -> tuple[Resource, ...]:
+    def resources_for(
+        cls, gang: GangScheduling | None = None, kueue: KueueIntegration | None = None
+    ) -> tuple[Resource, ...]:
         """Every resource this controller reads from a cache (and so must watch), the job kind first."""
         podgroups = (gang.resource,) if gang is not None else ()
+        workloads = (WORKLOADS,) if kueue is not None and kueue.manages(cls.kind) else ()
         # dict.fromkeys: an extra resource may also be one of the template's (e.g. a Service of the job)
-        return tuple(dict.fromkeys((cls.job_resource(), PODS, SERVICES, *podgroups, *cls.extra_resources)))
+        owned = (PODS, SERVICES, *podgroups, *workloads, *cls.extra_resources)
+        return tuple(dict.fromkeys((cls.job_resource(), *owned)))
 
     def resources(self) -> tuple[Resource, ...]:
-        return self.resources_for(self.gang)
+        return self.resources_for(self.gang, self.queueing.integration if self.queueing else None)
 
     def service_mode_of(self, job: JobT) -> ServiceMode:
         """The job's `kubetrain.io/service-mode` when it names one of the kind's modes, else `service_mode`.
@@ -152,6 +166,12 @@ class JobController(Generic[JobT]):
         return [t for t in self.kind.replica_types if t in present] + sorted(
             t for t in present if t not in self.kind.replica_types
         )
+
+    def podset_types(self, job: JobT) -> list[str]:
+        """The job's replica types in the order of its Kueue Workload's pod sets (`podset_order`)."""
+        order = self.podset_order or self.kind.replica_types
+        present = self.replica_types(job)
+        return [t for t in order if t in present] + [t for t in present if t not in order]
 
     # hooks: pure, synchronous, no I/O ------------------------------------------------------------------
     def default(self, job: JobT) -> JobT:
@@ -239,6 +259,8 @@ class JobController(Generic[JobT]):
             self.fence.forget(request)
             self.unwritten.forget((request.namespace, request.name))
             self._checked.pop(request, None)
+            if self.queueing is not None:
+                self.queueing.forget(request)
             return Result()
         if objects.is_deleting(raw):
             return Result()
@@ -287,14 +309,22 @@ class JobController(Generic[JobT]):
         errors = self.job_errors(sync.job)
         if errors:
             return await sync.invalid(errors)
+        gate = await admission(self, sync)  # None: not queued through kubetrain's Kueue integration
         if sync.finished:
             self.parsed.forget(request)  # rarely reconciled again: keep no parsed spec for it
+            if gate is not None:
+                await finished(self, sync, gate)
             return await sync.finish()
-        if sync.job.run_policy.suspend:
-            return await sync.suspend()
+        if gate is not None and not gate.admitted:
+            return await hold(self, sync, gate)
+        if gate is None and sync.job.run_policy.suspend:  # under kubetrain's Kueue integration, Kueue's
+            return await sync.suspend()  # Workload is the switch, as `suspend` is under Kueue's own
         if not self.expectations.satisfied(request):
             return Result(requeue_after=DEFAULT_EXPECTATIONS_TTL)  # our own writes will enqueue us sooner
-        return await sync.run()
+        result = await sync.run()
+        if gate is not None:
+            await after_run(self, sync, gate)
+        return result
 
     def _mode_errors(self, job: JobT) -> list[FieldError]:
         chosen = (job.metadata.annotations or {}).get(SERVICE_MODE_ANNOTATION)

@@ -24,6 +24,7 @@ from kubetrain.common.job.pods import desired_pod
 from kubetrain.common.job.services import ServiceMode, desired_service, job_service, service_ports
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
+from kubetrain.common.kueue.placement import Placement, place_pod
 from kubetrain.common.progress.inject import opted_out
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class Renderer(Generic[JobT]):
         self._operator = ctl.kind.operator_name
         self._prefix = ctl.kind.label_prefix
         self._templates: dict[str, Obj] = {}  # each replica type's template, in wire form, read once
+        self.placements: Mapping[str, Placement] = {}
+        """Where Kueue's admission puts each replica type's pods (`kubetrain.common.job.queueing`)."""
 
     def _template(self, rtype: str) -> Obj:
         if rtype not in self._templates:
@@ -65,6 +68,9 @@ class Renderer(Generic[JobT]):
         )
         if warning:
             self._writer.event(EventType.WARNING, "SetPodTemplateRestartPolicy", warning)
+        if rtype in self.placements:
+            where = f"spec.{self._ctl.kind.replica_specs_field}[{rtype}].template"
+            place_pod(pod, self.placements[rtype], where=where)
         if self._ctl.service_mode_of(job) is ServiceMode.JOB and self._ctl.wants_service(job, rtype):
             pod["spec"]["hostname"] = pod["metadata"]["name"]  # `{pod}.{job}` under the job's Service
             pod["spec"]["subdomain"] = job.name

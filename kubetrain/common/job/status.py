@@ -197,6 +197,23 @@ class StatusBuilder:
             return False
         return self.set(JobConditionType.SUSPENDED, _T, why, text)
 
+    def queued(self, suffix: str, message: str) -> bool:
+        """Running=False (when it was True) and Queued=True with reason `<Kind><suffix>`: the job waits for
+        Kueue to admit it (kubetrain's own condition; it is last, so the State column shows Queued)."""
+        why = reason(self.kind, suffix)
+        if is_true(self.status, JobConditionType.RUNNING):
+            self.set(JobConditionType.RUNNING, _F, why, message)
+        return self.set(JobConditionType.QUEUED, _T, why, message)
+
+    def admitted(self) -> bool:
+        """Kueue admitted a queued job: the Queued condition goes (so the State is what the job does next)
+        and startTime starts again now, as after a resume. True when the job was queued."""
+        if not is_true(self.status, JobConditionType.QUEUED):
+            return False
+        kept = [c for c in self.status.conditions or () if c.type != JobConditionType.QUEUED]
+        self._update(conditions=kept, start_time=self.now)
+        return True
+
     def resumed(self) -> bool:
         """Suspended=False with reason `<Kind>Resumed`, and startTime starts again now."""
         if not is_true(self.status, JobConditionType.SUSPENDED):

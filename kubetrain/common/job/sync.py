@@ -101,6 +101,11 @@ class JobSync(Generic[JobT]):
     async def suspend(self) -> Result:
         """Delete every pod, Service and the PodGroup; Suspended=True; completed indices are forgotten."""
         self.builder.suspended()
+        return await self.stop()
+
+    async def stop(self) -> Result:
+        """Delete every pod, Service and the PodGroup, with no restart counted; completed indices are
+        forgotten. The caller has set the condition that says why (Suspended, Queued)."""
         self.builder.no_active(into_succeeded=False)
         await self.report.write(self.builder)
         await self._write_ledger_value(self.ledger.without_succeeded())

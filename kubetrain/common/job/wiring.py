@@ -37,6 +37,7 @@ from kubetrain.common.reconcile import Request
 if TYPE_CHECKING:
     from kubetrain.common.job.controller import JobController
     from kubetrain.common.job.gang import GangScheduling
+    from kubetrain.common.kueue import KueueIntegration
 
 __all__ = ["JobHandler", "OwnedObjectHandler", "add_job_controller", "watch_job_resources"]
 
@@ -172,13 +173,15 @@ def add_job_controller(
     recorder: EventRecorder,
     workers: int = 1,
     gang: GangScheduling | None = None,
+    kueue: KueueIntegration | None = None,
     child_event_delay: float = 0.0,
     **options: Any,
 ) -> JobController[Any]:
     """Build `cls` on the manager's client, clock, metrics and shared informers, and run it there.
 
-    `options` go to the JobController (e.g. `terminating_timeout`). The controller is named
-    `<singular>-controller`, e.g. `tfjob-controller`.
+    `options` go to the JobController (e.g. `terminating_timeout`). With `kueue` managing the kind, the
+    job's Workloads are watched too (those with the kind's operator-name label: the ones it makes). The
+    controller is named `<singular>-controller`, e.g. `tfjob-controller`.
     """
     key, value = label_key("operator-name", cls.kind.label_prefix), cls.kind.operator_name
     job_resource = cls.job_resource()
@@ -186,7 +189,7 @@ def add_job_controller(
         res: manager.informer(res)
         if res == job_resource
         else manager.labelled_informer(res, key=key, value=value)
-        for res in cls.resources_for(gang)
+        for res in cls.resources_for(gang, kueue)
     }
     job_controller = cls(
         api=manager.api,
@@ -195,6 +198,7 @@ def add_job_controller(
         recorder=recorder,
         metrics=manager.metrics,
         gang=gang,
+        kueue=kueue,
         **options,
     )
     controller = manager.controller(f"{cls.kind.singular}-controller", job_controller, workers=workers)

@@ -11,7 +11,11 @@ import pytest
 
 PUBLIC = {
     "": ["Operator", "OperatorConfig", "run"],
-    "cmdline": ["config_from_args", "operator_parser", "parse_address", "run"],
+    "cmdline": ["add_kueue_flags", "config_from_args", "operator_parser", "parse_address", "run"],
+    "kueue": [
+        "AUTO", "DEFAULT_KUEUE_CONFIG", "KueueIntegration", "NONE", "QUEUE_LABEL", "RESOURCE_FLAVORS",
+        "WORKLOADS", "parse_setting", "resolve", "workload_name",
+    ],
     "operator": ["Clients", "ConnectError", "Operator", "OperatorConfig"],
     "clock": ["Clock", "SystemClock", "wait_with_deadline"],
     "controller": ["Controller"],
