@@ -11,6 +11,9 @@ admin kubeconfig and:
   `manifests/kueue/integrations.yaml` tells a user to make (the recipe we document, so the tests exercise
   it). A test may ask for more: Kueue's own integration of a kind switched back on (`frameworks_on`), or
   `waitForPodsReady`;
+- its metrics certificate where Kueue reads it when internal certificate management is off
+  (`/etc/kueue/metrics/certs`, cert-manager's volume in its pod): Kueue runs in a mount namespace of its own
+  whose /etc is overlaid with the test's pair (`unshare`, as root);
 - feature gate `VisibilityOnDemand=false`: its API server writes its certificate to a fixed `/visibility`
   directory and wants in-cluster extras that a test plane lacks;
 - Kueue's CRDs from the module tree it was built from, applied server-side (`workloads` is large);
@@ -31,6 +34,7 @@ import base64
 import copy
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -56,6 +60,8 @@ __all__ = [
 KUEUE_NAMESPACE = "kueue-system"
 RECIPE = Path(__file__).resolve().parents[2] / "manifests" / "kueue" / "integrations.yaml"
 """The configuration fragment that manifests/README.md tells users to keep in Kueue's configuration."""
+METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+"""Where Kueue v0.19 reads its metrics serving pair when internal certificate management is off."""
 CONFIGMAP, CONFIG_KEY = "kueue-manager-config", "controller_manager_config.yaml"
 """Where Kueue's install keeps its configuration (`config/components/manager`, prefixed `kueue-`)."""
 _WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
@@ -203,18 +209,35 @@ class Kueue:
         config = self.workdir / "kueue-config.yaml"
         config.write_text(json.dumps(settings, indent=1))  # JSON is YAML
         self.publish_configuration(settings)
-        # Level 3: Kueue's job reconciler logs each job it ignores (no queue name), which tests read as
-        # proof that it looked at a job and left it alone.
+        # Level 3: Kueue's reconcilers log each decision (a job ignored, a Workload admitted or evicted).
         argv = [
             str(self.component.binary), f"--config={config}", f"--kubeconfig={self.kubeconfig}",
             "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=3",
         ]  # fmt: skip
+        argv = self._with_metrics_certificate(argv, tls.crt, tls.key)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.workdir)}
         self._process = ComponentProcess("kueue", argv, self.log_path, env)
         ready = f"http://127.0.0.1:{self.health_port}/readyz"
         wait_until("kueue /readyz", lambda: http_ok(ready), timeout=timeout, processes=[self._process])
         self.register_webhooks(tls.ca_crt.read_bytes())
         return self
+
+    def _with_metrics_certificate(self, argv: list[str], crt: Path, key: Path) -> list[str]:
+        """`argv` run where Kueue finds its metrics certificate at METRICS_CERTS, as the volume that
+        cert-manager fills in Kueue's pod puts it there (Kueue reads that fixed path whenever internal
+        certificate management is off): in a mount namespace of its own, /etc overlaid with a directory
+        that holds the test's pair, so the host's /etc is never written."""
+        upper, work = self.workdir / "etc-overlay", self.workdir / "etc-overlay-work"
+        certs = upper / METRICS_CERTS.relative_to("/etc")
+        certs.mkdir(parents=True, exist_ok=True)
+        work.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(crt, certs / "tls.crt")
+        shutil.copyfile(key, certs / "tls.key")
+        script = (
+            'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"'
+        )
+        namespace = ["unshare", "--mount", "--propagation", "private"]
+        return [*namespace, "sh", "-c", script, "sh", str(upper), str(work), *argv]
 
     def publish_configuration(self, settings: Mapping[str, Any]) -> None:
         """The configuration also in the ConfigMap where Kueue's install keeps it, for those who read it
