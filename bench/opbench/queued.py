@@ -47,6 +47,8 @@ __all__ = ["PATHS", "AdmitPath", "QueuedRow", "QueuedSettings", "ratios", "rende
 log = logging.getLogger("opbench")
 
 QUEUE = "bench"
+OPERATOR_ARGS = ("--no-leader-elect",)
+"""One replica, as the other benchmarks run it."""
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 CPU_PER_POD = "10m"
 """What each pod requests, so that Kueue accounts quota for it; the ClusterQueue has room for all."""
@@ -126,18 +128,27 @@ async def run_path(api: ApiClient, settings: QueuedSettings, path: AdmitPath, ru
     progress = Progress(pods=workload.pods, jobs=settings.jobs)
     found: dict[str, Any] = {"outcome": "not started"}
     async with _identities(api, settings, tag) as (op_id, kueue_id):
+        scratch = settings.workdir / namespace
+        kueue = Kueue(
+            settings.plane,
+            scratch / "kueue",
+            frameworks_on=path.frameworks_on,
+            kubeconfig=kueue_id.kubeconfig,
+        )
         try:
+            await asyncio.to_thread(kueue.start)
             await create_namespace(api, namespace)
             await asyncio.to_thread(_apply, settings.plane, queue_objects(namespace, workload.pods))
-            found = await _measure(api, settings, path, workload, namespace, (op_id, kueue_id), progress)
+            found = await _measure(api, settings, path, workload, namespace, (op_id, kueue), progress)
         except Exception as err:  # a failed run is reported as a row
             found["outcome"] = f"error: {err}".splitlines()[0][:200]
             log.exception("run %s failed", tag)
-        finally:
+        finally:  # while Kueue runs: it removes the finalizers of its Workloads and ClusterQueue
             await delete_namespace(api, namespace, within=300.0)
             await asyncio.to_thread(
                 settings.plane.kubectl, "delete", "clusterqueue", namespace, "--ignore-not-found"
             )
+            await asyncio.to_thread(kueue.stop)
         log.info("run %s: %s (%s)", tag, found["outcome"], progress.summary())
         audit = settings.plane.audit_log
         counted = [read_requests(audit, who.username).total if audit else None for who in (op_id, kueue_id)]
@@ -169,18 +180,17 @@ async def _measure(
     path: AdmitPath,
     workload: Workload,
     namespace: str,
-    ids: tuple[Identity, Identity],
+    running: tuple[Identity, Kueue],
     progress: Progress,
 ) -> dict[str, Any]:
-    scratch = settings.workdir / namespace
-    kueue = Kueue(
-        settings.plane, scratch / "kueue", frameworks_on=path.frameworks_on, kubeconfig=ids[1].kubeconfig
+    """Start the operator as `running[0]`, then clock the jobs; the operator is stopped on the way out."""
+    args = (*OPERATOR_ARGS, *path.operator_args)
+    operator = OperatorProcess(
+        running[0].kubeconfig, args, workdir=_dir(settings.workdir / namespace / "operator")
     )
-    await asyncio.to_thread(kueue.start)
-    operator = OperatorProcess(ids[0].kubeconfig, path.operator_args, workdir=_dir(scratch / "operator"))
     try:
         await asyncio.to_thread(operator.start().wait_ready, 120.0)
-        samplers = [TreeSampler(operator.pid), TreeSampler(kueue.process.pid)]
+        samplers = [TreeSampler(operator.pid), TreeSampler(running[1].process.pid)]
         for sampler in samplers:
             sampler.start()
         try:
@@ -190,7 +200,6 @@ async def _measure(
                 await sampler.stop()
     finally:
         await asyncio.to_thread(operator.stop)
-        await asyncio.to_thread(kueue.stop)
 
 
 async def _clocked(

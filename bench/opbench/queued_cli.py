@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from kubetrain.common.kube.client import KubeApiClient
+from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.testing import ControlPlane, FakeNode, MissingBinariesError
 from kubetrain.testing.ecosystem import MissingComponentError, find_component
 from kubetrain.testing.kueue import Kueue
