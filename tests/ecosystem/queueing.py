@@ -14,18 +14,30 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from kubetrain.api import KindInfo
-from kubetrain.testing import ControlPlane
+from kubetrain.testing import ControlPlane, FakeNode
+from kubetrain.testing.kueue import Kueue
 from kubetrain.testing.operator import container_spec, job_manifest, replica_spec
 from kubetrain.testing.process import free_port, wait_until
 from kubetrain.testing.rest import http_ok
 
-from .harness import BY_KIND, LOGS, PRIORITY_LABEL, QUEUE_LABEL, Obj, conditions, job, suspended
+from .harness import (
+    BY_KIND,
+    LOGS,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    Obj,
+    component,
+    conditions,
+    job,
+    own_plane,
+    suspended,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -87,6 +99,17 @@ def sleepjob_operator(plane: ControlPlane, workdir: Path) -> Iterator[subprocess
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+@contextmanager
+def kueue_plane(nodes: Sequence[FakeNode], workdir: Path, **options: Any) -> Iterator[ControlPlane]:
+    """A control plane of its own with Kueue (webhooks registered; `options` go to `Kueue`) and the
+    ResourceFlavor and priority classes of `kueue_objects()`."""
+    component("kueue")
+    with own_plane(nodes) as plane, Kueue(plane, workdir, **options) as kueue:
+        LOGS["kueue"] = kueue.log_path
+        apply(plane, kueue_objects())
+        yield plane
 
 
 def kueue_objects() -> list[Obj]:

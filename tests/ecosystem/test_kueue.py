@@ -24,21 +24,17 @@ from kubetrain.api import MULTIKUEUE_CONTROLLER
 from kubetrain.common.metrics import SKIP_MANAGED_BY
 from kubetrain.testing import ControlPlane, Outcome
 from kubetrain.testing.ecosystem import find_component
-from kubetrain.testing.kueue import Kueue
 from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import wait_until
 
 from .harness import (
-    LOGS,
     RETRYABLE_EXIT,
     Obj,
-    component,
     conditions,
     fake_nodes,
     finish,
     get,
     job,
-    own_plane,
     pods,
     restarts,
     shipped_operator,
@@ -51,8 +47,7 @@ from .queueing import (
     POOL,
     POOL_LABEL,
     SLEEPJOB_FRAMEWORK,
-    apply,
-    kueue_objects,
+    kueue_plane,
     pending,
     queue_namespace,
     queued,
@@ -75,25 +70,19 @@ KUEUE_CONFIGS = {
 }
 """The names Kueue's manifests give its webhook configurations (its install prefixes `kueue-`)."""
 SKIPPED = "kubetrain_jobs_skipped_total"
-Installed = tuple[ControlPlane, OperatorProcess, Kueue, "subprocess.Popen[bytes]"]
+Installed = tuple[ControlPlane, OperatorProcess, "subprocess.Popen[bytes]"]
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     """A plane with Kueue (its webhooks registered), then the operator (shipped base install) and the
     SleepJob example's operator, which read at start what Kueue integrates itself."""
-    component("kueue")
     with (
-        own_plane(NODES) as plane,
-        Kueue(plane, tmp_path_factory.mktemp("kueue"), external=[SLEEPJOB_FRAMEWORK]) as kueue,
+        kueue_plane(NODES, tmp_path_factory.mktemp("kueue"), external=[SLEEPJOB_FRAMEWORK]) as plane,
+        shipped_operator(plane, "base", tmp_path_factory.mktemp("operator")) as operator,
+        sleepjob_operator(plane, tmp_path_factory.mktemp("sleepjob")) as example,
     ):
-        LOGS["kueue"] = kueue.log_path
-        apply(plane, kueue_objects())
-        with (
-            shipped_operator(plane, "base", tmp_path_factory.mktemp("operator")) as operator,
-            sleepjob_operator(plane, tmp_path_factory.mktemp("sleepjob")) as example,
-        ):
-            yield plane, operator, kueue, example
+        yield plane, operator, example
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +193,7 @@ def test_a_job_without_a_queue_runs_at_once_without_a_workload(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_job_managed_by_multikueue_is_left_to_it(installed: Installed, ns: str, kind: str) -> None:
-    plane, operator, _, _ = installed
+    plane, operator, _ = installed
     elsewhere = job(kind, "elsewhere", labels={"kueue.x-k8s.io/queue-name": "team"},
                     runPolicy={"managedBy": MULTIKUEUE_CONTROLLER})  # fmt: skip
     submit(plane, ns, elsewhere)

@@ -16,19 +16,15 @@ from collections.abc import Iterator
 import pytest
 
 from kubetrain.testing import ControlPlane
-from kubetrain.testing.kueue import Kueue
 from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import wait_until
 
 from .harness import (
-    LOGS,
     Obj,
-    component,
     conditions,
     fake_nodes,
     finish,
     get,
-    own_plane,
     pods,
     shipped_operator,
     submit,
@@ -38,8 +34,7 @@ from .harness import (
 from .queueing import (
     POOL,
     POOL_LABEL,
-    apply,
-    kueue_objects,
+    kueue_plane,
     queue_namespace,
     queued,
     waiting,
@@ -60,31 +55,25 @@ EXPLICIT = "--kueue-integration=PyTorchJob,JAXJob,XGBoostJob,PaddleJob"
 
 
 @pytest.fixture(scope="module")
-def kueue_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    component("kueue")
-    workdir = tmp_path_factory.mktemp("kueue")
-    with (
-        own_plane(NODES) as plane,
-        Kueue(plane, workdir, frameworks_on=["kubeflow.org/tfjob"], wait_for_pods_ready=PODS_READY) as kueue,
-    ):
-        LOGS["kueue"] = kueue.log_path
-        apply(plane, kueue_objects())
-        yield plane
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    options = {"frameworks_on": ["kubeflow.org/tfjob"], "wait_for_pods_ready": PODS_READY}
+    with kueue_plane(NODES, tmp_path_factory.mktemp("kueue"), **options) as started:
+        yield started
 
 
 @pytest.fixture(scope="module", params=["default", "explicit"])
 def operator(
-    kueue_plane: ControlPlane, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    plane: ControlPlane, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
     """The operator from the shipped base install, with its flag's default, then with EXPLICIT."""
     extra = (EXPLICIT,) if request.param == "explicit" else ()
-    with shipped_operator(kueue_plane, "base", tmp_path_factory.mktemp("operator"), *extra) as running:
+    with shipped_operator(plane, "base", tmp_path_factory.mktemp("operator"), *extra) as running:
         yield running
 
 
 @pytest.fixture
-def ns(kueue_plane: ControlPlane, operator: OperatorProcess) -> Iterator[str]:
-    with queue_namespace(kueue_plane) as name:
+def ns(plane: ControlPlane, operator: OperatorProcess) -> Iterator[str]:
+    with queue_namespace(plane) as name:
         yield name
 
 
@@ -98,9 +87,8 @@ def dry_run(plane: ControlPlane, namespace: str, body: Obj) -> Obj:
 
 @pytest.mark.parametrize("kind", [*KUEUES_OWN, "PyTorchJob"])
 def test_each_queued_job_has_exactly_one_workload_made_by_the_integration_that_holds_its_kind(
-    kueue_plane: ControlPlane, ns: str, kind: str
+    plane: ControlPlane, ns: str, kind: str
 ) -> None:
-    plane = kueue_plane
     body = queued(kind, "only")
     assert suspended(dry_run(plane, ns, body)) == (kind in KUEUES_OWN), (
         "Kueue's webhook suspends only its own"
@@ -114,8 +102,8 @@ def test_each_queued_job_has_exactly_one_workload_made_by_the_integration_that_h
     assert len(found) == 1, f"{len(found)} Workloads: {[w['metadata']['name'] for w in found]}"
 
 
-def test_wait_for_pods_ready_evicts_a_job_whose_pods_cannot_start(kueue_plane: ControlPlane, ns: str) -> None:
-    plane = kueue_plane
+@pytest.mark.parametrize("operator", ["default"], indirect=True)  # the flag plays no part here
+def test_wait_for_pods_ready_evicts_a_job_whose_pods_cannot_start(plane: ControlPlane, ns: str) -> None:
     body = queued("PyTorchJob", "stuck")
     for spec in body["spec"]["pytorchReplicaSpecs"].values():  # within the quota, but on no node
         spec["template"]["spec"]["nodeSelector"] = {"example.com/absent": "true"}
