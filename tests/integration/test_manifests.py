@@ -98,6 +98,16 @@ ALLOWED = [
     "create horizontalpodautoscalers.autoscaling in team-x",
     f"create leases.coordination.k8s.io in {SYSTEM}",
     f"update leases.coordination.k8s.io named kubetrain-operator in {SYSTEM}",
+    # Kueue (docs/ecosystem.md): the Workloads it makes and drives, what it reads to place and rank them
+    "create workloads.kueue.x-k8s.io in team-x",
+    "watch workloads.kueue.x-k8s.io",
+    "patch workloads.kueue.x-k8s.io in team-x",
+    "patch workloads.kueue.x-k8s.io/status in team-x",
+    "get resourceflavors.kueue.x-k8s.io",
+    "list resourceflavors.kueue.x-k8s.io",
+    "get workloadpriorityclasses.kueue.x-k8s.io",
+    "list priorityclasses.scheduling.k8s.io",
+    "get configmaps named kueue-manager-config in kueue-system",
 ]
 DENIED = [
     "create pods/exec in team-x",
@@ -120,6 +130,12 @@ DENIED = [
     "list nodes",
     "create jobs.batch in team-x",  # the MPIJob launcher is a Pod, not a batch Job
     "create podgroups.scheduling.volcano.sh in team-x",
+    "delete workloads.kueue.x-k8s.io in team-x",  # the garbage collector deletes a Workload with its job
+    "update workloads.kueue.x-k8s.io/status in team-x",
+    "create resourceflavors.kueue.x-k8s.io",
+    "patch workloadpriorityclasses.kueue.x-k8s.io",
+    "watch resourceflavors.kueue.x-k8s.io",
+    "create localqueues.kueue.x-k8s.io in team-x",
     "create podgroups.scheduling.x-k8s.io in team-x",
 ]
 

@@ -28,21 +28,23 @@ manages this kind here, and the job is left to it, remembered per job. Never a s
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
-from kubetrain.api import TrainingJob
-from kubetrain.common.errors import AlreadyExists
 from kubetrain.common.events import EventType
-from kubetrain.common.job.labels import label_key
+from kubetrain.common.job import workloads
 from kubetrain.common.kube import objects
 from kubetrain.common.kube.resources import Obj
-from kubetrain.common.kube.store import INDEX_CONTROLLER_UID
 from kubetrain.common.kueue import wlstatus
 from kubetrain.common.kueue.decide import Decision, Phase, decide
 from kubetrain.common.kueue.integration import KueueIntegration
-from kubetrain.common.kueue.lookup import ClusterObjects, resolve_priority
-from kubetrain.common.kueue.names import QUEUE_LABEL, RESOURCE_FLAVORS, WORKLOADS, podset_name, workload_name
+from kubetrain.common.kueue.lookup import ClusterObjects
+from kubetrain.common.kueue.names import (
+    QUEUE_LABEL,
+    RESOURCE_FLAVORS,
+    podset_name,
+)
 from kubetrain.common.kueue.placement import (
     Placement,
     PlacementConflict,
@@ -50,7 +52,6 @@ from kubetrain.common.kueue.placement import (
     place_pod,
     placements,
 )
-from kubetrain.common.kueue.workload import PodSetSource, build_workload, priority_class_name
 from kubetrain.common.reconcile import Request, Result
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
     from kubetrain.common.kube.client import ApiClient
 
 __all__ = ["Admission", "Queueing", "admission"]
+
+log = logging.getLogger(__name__)
 
 
 class Queueing:
@@ -71,8 +74,12 @@ class Queueing:
         self.foreign: dict[Request, str] = {}
         """The jobs (and their uids) whose Workload another integration (Kueue's own) made."""
 
+        self.placed: dict[Request, tuple[tuple[str, str, int], dict[str, Placement] | str]] = {}
+        """Each admitted job's placements (or conflict), by the Workload version and job generation."""
+
     def forget(self, request: Request) -> None:
         self.foreign.pop(request, None)
+        self.placed.pop(request, None)
 
 
 @final
@@ -99,7 +106,7 @@ async def admission(ctl: JobContract[Any], sync: JobSync[Any]) -> Admission | No
     queue = objects.labels(raw).get(QUEUE_LABEL)
     if queueing is None or not queue:
         return None
-    workload = _workload(ctl, raw)
+    workload = workloads.cached_workload(ctl, raw)
     found = decide(
         workload, foreign=queueing.foreign.get(objects.request_for(raw)) == objects.uid(raw), queue=queue
     )
@@ -114,16 +121,23 @@ async def admission(ctl: JobContract[Any], sync: JobSync[Any]) -> Admission | No
 async def hold(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> Result:
     """A job that may not run now: no pod, no Service, `Queued=True`; its Workload made or told."""
     decision = gate.decision
-    if decision.phase is Phase.CREATE and not await _create(ctl, sync, gate.queue):
+    if decision.phase is Phase.CREATE and not await workloads.create(ctl, sync, gate.queue):
         return Result(requeue_after=1.0)  # another integration's Workload: the next reconcile leaves it be
     if gate.workload is not None:
-        await _follow_queue(ctl, gate.workload, gate.queue)
+        await workloads.follow_job(ctl, sync, gate.workload, gate.queue)
     sync.builder.queued(decision.reason, decision.message)
     pods = sync.view.all_pods()
     result = await sync.stop()
     if decision.phase is Phase.EVICTED and not pods and gate.workload is not None:
-        await _patch(ctl, gate.workload, wlstatus.requeue(gate.workload, ctl.clock.now()))
+        await _hand_back(ctl, sync, gate.workload)
     return result
+
+
+async def _hand_back(ctl: JobContract[Any], sync: JobSync[Any], workload: Obj) -> None:
+    """After an eviction, once no pod is left: the Workload's quota back to Kueue (logged once)."""
+    if await workloads.patch_status(ctl, workload, wlstatus.requeue(workload, ctl.clock.now())) is not None:
+        log.info("%s: no pod left after the eviction; the quota of Workload %s is handed back to Kueue",
+                 sync.writer.request, objects.name(workload))  # fmt: skip
 
 
 async def after_run(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> None:
@@ -138,9 +152,9 @@ async def after_run(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) 
     if ctl.queueing is not None and ctl.queueing.integration.pods_ready:
         running = any(c.type == "Running" and c.status == "True" for c in status.conditions or ())
         patch = wlstatus.pods_ready(workload, running, ctl.clock.now())
-        workload = await _patch(ctl, workload, patch) or workload
+        workload = await workloads.patch_status(ctl, workload, patch) or workload
     done = {podset_name(t): rs.succeeded or 0 for t, rs in (status.replica_statuses or {}).items()}
-    await _patch(ctl, workload, wlstatus.reclaimable(workload, done))
+    await workloads.patch_status(ctl, workload, wlstatus.reclaimable(workload, done))
 
 
 async def finished(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> None:
@@ -154,128 +168,45 @@ async def finished(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -
     ]
     if ended:
         succeeded, message = ended[-1].type == "Succeeded", ended[-1].message or ""
-        await _patch(
+        await workloads.patch_status(
             ctl,
             gate.workload,
             wlstatus.finished(gate.workload, succeeded=succeeded, message=message, now=ctl.clock.now()),
         )
 
 
-# the Workload ----------------------------------------------------------------------------------------
-def _workload(ctl: JobContract[Any], raw: Obj) -> Obj | None:
-    name = _name(ctl, raw)
-    found = ctl.cache[WORKLOADS].by_index(INDEX_CONTROLLER_UID, objects.uid(raw))
-    return next((w for w in found if objects.name(w) == name), None)
-
-
-def _name(ctl: JobContract[Any], raw: Obj) -> str:
-    return workload_name(
-        kind=ctl.kind.kind, group=ctl.kind.group, job_name=objects.name(raw), job_uid=objects.uid(raw)
-    )
-
-
-def _podsets(ctl: JobContract[Any], sync: JobSync[Any]) -> list[PodSetSource]:
-    job: TrainingJob[Any] = sync.job
-    specs = (sync.raw.get("spec") or {}).get(ctl.kind.replica_specs_field) or {}
-    return [
-        PodSetSource(
-            rtype, job.replica_specs[rtype].replicas or 0, (specs.get(rtype) or {}).get("template") or {}
-        )
-        for rtype in ctl.podset_types(job)
-    ]
-
-
-async def _create(ctl: JobContract[Any], sync: JobSync[Any], queue: str) -> bool:
-    """Create the job's Workload; False when one made by another integration is there already."""
-    raw, podsets = sync.raw, _podsets(ctl, sync)
-    assert ctl.queueing is not None
-    priority = await resolve_priority(
-        ctl.queueing.objects, objects.labels(raw), priority_class_name(raw, podsets)
-    )
-    operator = {label_key("operator-name", ctl.kind.label_prefix): ctl.kind.operator_name}
-    body = build_workload(name=_name(ctl, raw), raw_job=raw, owner=sync.owner, queue=queue, podsets=podsets,
-                          priority=priority, labels=operator)  # fmt: skip
-    try:
-        await ctl.api.create(WORKLOADS, objects.namespace(raw), body, read_back=False)
-    except AlreadyExists:
-        existing = await ctl.api.get(WORKLOADS, objects.namespace(raw), _name(ctl, raw))
-        if all(objects.labels(existing).get(k) == v for k, v in operator.items()):
-            return True  # ours: the cache had not caught up
-        if await _adopt(ctl, sync, existing, operator):
-            return True
-        ctl.queueing.foreign[objects.request_for(raw)] = objects.uid(raw)
-        told = f"Workload {objects.name(existing)} was made by Kueue's own integration; leaving the job to it"
-        sync.writer.event(EventType.NORMAL, "WorkloadOfKueue", told)
-        return False
-    sync.writer.event(
-        EventType.NORMAL, "CreatedWorkload", f"Created Workload: {objects.namespace(raw)}/{_name(ctl, raw)}"
-    )
-    return True
-
-
-async def _adopt(ctl: JobContract[Any], sync: JobSync[Any], existing: Obj, labels: dict[str, str]) -> bool:
-    """Take over the job's Workload that Kueue's own integration made, when Kueue no longer integrates the
-    kind (`KueueIntegration.adopt`): it gets the operator-name label, and the cache then shows it."""
-    owner = objects.controller_of(existing)
-    if (
-        ctl.queueing is None
-        or not ctl.queueing.integration.adopt
-        or (owner or {}).get("uid") != objects.uid(sync.raw)
-    ):
-        return False
-    patch = {"metadata": {"resourceVersion": objects.resource_version(existing), "labels": labels}}
-    await ctl.api.patch(
-        WORKLOADS, objects.namespace(existing), objects.name(existing), patch, read_back=False
-    )
-    told = f"Took over Workload {objects.name(existing)}, made by Kueue's own integration of this kind before"
-    sync.writer.event(EventType.NORMAL, "AdoptedWorkload", told)
-    return True
-
-
-async def _follow_queue(ctl: JobContract[Any], workload: Obj, queue: str) -> None:
-    """A job moved to another LocalQueue while not admitted: so does its Workload (as Kueue does)."""
-    if (workload.get("spec") or {}).get("queueName") != queue:
-        patch = {
-            "metadata": {"resourceVersion": objects.resource_version(workload)},
-            "spec": {"queueName": queue},
-        }
-        await ctl.api.patch(
-            WORKLOADS, objects.namespace(workload), objects.name(workload), patch, read_back=False
-        )
-
-
-async def _patch(ctl: JobContract[Any], workload: Obj, patch: Obj | None) -> Obj | None:
-    """Apply a `wlstatus` patch; the Workload as it is afterwards (None when there was nothing to do)."""
-    if patch is None:
-        return None
-    stored = await ctl.api.patch(
-        WORKLOADS, objects.namespace(workload), objects.name(workload), patch, subresource="status"
-    )
-    return stored
-
-
 # placement -------------------------------------------------------------------------------------------
 async def _place(ctl: JobContract[Any], sync: JobSync[Any], gate: Admission) -> None:
     """Give the renderer each replica type's placement, checked against its template; a conflict fails
-    the job (`<Kind>AdmissionConflict`), as Kueue fails such a Workload."""
-    workload = gate.workload or {}
+    the job (`<Kind>AdmissionConflict`), as Kueue fails such a Workload. Worked out once per Workload
+    version and job generation (`Queueing.placed`), not on every reconcile of a running job."""
+    workload, queueing = gate.workload or {}, ctl.queueing
+    assert queueing is not None
+    request = objects.request_for(sync.raw)
+    key = (objects.uid(workload), objects.resource_version(workload), objects.generation(sync.raw))
+    known = queueing.placed.get(request)
+    if known is None or known[0] != key:
+        known = queueing.placed[request] = (key, await _placements(ctl, sync, workload))
+    if isinstance(known[1], str):
+        sync.builder.failed(known[1], "AdmissionConflict")
+        return
+    sync.render.placements = known[1]
+    if sync.builder.admitted():
+        cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
+        sync.writer.event(EventType.NORMAL, "Started", f"Admitted by clusterQueue {cq}")
+
+
+async def _placements(ctl: JobContract[Any], sync: JobSync[Any], workload: Obj) -> dict[str, Placement] | str:
+    """Each replica type's placement, or the message of the conflict with its template."""
     assert ctl.queueing is not None
-    flavors = {
-        name: await ctl.queueing.objects.get(RESOURCE_FLAVORS, name)
-        for name in sorted(assigned_flavors(workload))
-    }
+    names = sorted(assigned_flavors(workload))
+    flavors = {name: await ctl.queueing.objects.get(RESOURCE_FLAVORS, name) for name in names}
     try:
         by_podset = placements(workload, flavors)
-        by_rtype = {
-            rtype: by_podset.get(podset_name(rtype), Placement()) for rtype in ctl.replica_types(sync.job)
-        }
+        by_rtype = {t: by_podset.get(podset_name(t), Placement()) for t in ctl.replica_types(sync.job)}
         for rtype, placed in by_rtype.items():
             template = sync.job.replica_specs[rtype].template.to_wire()
             place_pod(template, placed, where=f"spec.{ctl.kind.replica_specs_field}[{rtype}].template")
     except PlacementConflict as err:
-        sync.builder.failed(str(err), "AdmissionConflict")
-        return
-    sync.render.placements = by_rtype
-    if sync.builder.admitted():
-        cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
-        sync.writer.event(EventType.NORMAL, "Started", f"Admitted by clusterQueue {cq}")
+        return str(err)
+    return by_rtype

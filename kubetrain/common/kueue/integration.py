@@ -28,7 +28,7 @@ from typing import Any, final
 import yaml
 
 from kubetrain.api import KindInfo
-from kubetrain.common.errors import ApiError, NotFound
+from kubetrain.common.errors import ApiError, Forbidden, NotFound
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.resources import CONFIGMAPS
 from kubetrain.common.kueue.names import RESOURCE_FLAVORS
@@ -68,8 +68,9 @@ class KueueIntegration:
     then says that Kueue's integration no longer drives them. Otherwise such a Workload means Kueue's
     integration is on for the kind, and the job is left to it."""
     pods_ready: bool = True
-    """Whether Kueue waits for pods to be ready (`waitForPodsReady` in its configuration): then each
-    admitted job's Workload is told `PodsReady`. Unknown (configuration unreadable): True."""
+    """Whether Kueue waits for pods to be ready (`waitForPodsReady`; always, in Kueue v0.19's configuration
+    API): then each admitted job's Workload is told `PodsReady`, or Kueue evicts it after the timeout.
+    Unknown (configuration unreadable): True."""
 
     def manages(self, kind: KindInfo) -> bool:
         return kind.kind in self.kinds
@@ -114,10 +115,13 @@ def builtin_frameworks(config: Mapping[str, Any]) -> frozenset[str]:
 
 
 def waits_for_pods_ready(config: Mapping[str, Any]) -> bool:
-    """Whether a parsed Kueue configuration turns `waitForPodsReady` on (Kueue: present and not
-    `enable: false`)."""
-    wait = config.get("waitForPodsReady")
-    return isinstance(wait, dict) and wait.get("enable", True) is not False
+    """Whether a parsed Kueue configuration has Kueue wait for pods to be ready. In the `v1beta2`
+    configuration API (Kueue v0.19's) it always does: the section is defaulted when absent (a 30 minute
+    timeout) and has no switch; in `v1beta1` only with `waitForPodsReady.enable: true`."""
+    if str(config.get("apiVersion", "")).endswith("/v1beta1"):
+        wait = config.get("waitForPodsReady")
+        return isinstance(wait, dict) and wait.get("enable") is True
+    return True
 
 
 async def resolve(
@@ -159,6 +163,12 @@ async def _workload_api(api: ApiClient) -> bool:
             "Kueue integration: off (the kueue.x-k8s.io/v1beta2 API is not served: Kueue is not installed)"
         )
         return False
+    except Forbidden:
+        log.warning(
+            "Kueue integration: off (this operator may not list Kueue's ResourceFlavors; a single-namespace "
+            "install needs manifests/kueue/namespaced-reader applied by a cluster admin)"
+        )
+        return False
     except ApiError as err:
         log.warning("Kueue integration: off (cannot read Kueue's ResourceFlavors: %s)", err)
         return False
@@ -175,9 +185,11 @@ async def _config(api: ApiClient, config: str) -> Mapping[str, Any] | None:
             raise ValueError("not a mapping")
         return parsed
     except (ApiError, KeyError, ValueError, yaml.YAMLError) as err:
+        # A refusal is named, not quoted: the server's text would read as a denial the RBAC must not have.
+        why = "not allowed to read it" if isinstance(err, Forbidden) else (str(err) or type(err).__name__)
         log.info(
             "Kueue integration: cannot read Kueue's configuration from ConfigMap %s, key %s (%s); assuming "
             "Kueue v0.19's default configuration (MPIJob is Kueue's own, the other kinds kubetrain's)",
-            config, CONFIG_KEY, err or type(err).__name__,
+            config, CONFIG_KEY, why,
         )  # fmt: skip
         return None

@@ -27,6 +27,7 @@ __all__ = [
     "QUOTA_RESERVED",
     "REQUEUED",
     "RESOURCE_FLAVORS",
+    "RESOURCE_IN_USE",
     "WORKLOADS",
     "WORKLOAD_PRIORITY_CLASSES",
     "podset_name",
@@ -49,6 +50,8 @@ PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 """The job label that names a WorkloadPriorityClass (it wins over any pod PriorityClass)."""
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
+RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"
+"""The finalizer Kueue's own integrations put on their Workloads (kubetrain's have none)."""
 """The label Kueue puts on each admitted pod: the name of its pod set."""
 
 QUOTA_RESERVED = "QuotaReserved"

@@ -21,7 +21,7 @@ from typing import Any, final
 from kubetrain.common.kube.resources import Obj
 from kubetrain.common.kueue.names import JOB_UID_LABEL, WORKLOADS, podset_name
 
-__all__ = ["PodSetSource", "Priority", "build_workload", "priority_class_name"]
+__all__ = ["PodSetSource", "Priority", "build_workload", "priority_class_name", "render_podsets"]
 
 
 @final
@@ -65,6 +65,14 @@ def priority_class_name(raw_job: Mapping[str, Any], podsets: Sequence[PodSetSour
     return ""
 
 
+def render_podsets(podsets: Sequence[PodSetSource]) -> list[Obj]:
+    """The Workload's `spec.podSets`: name (the replica type in lower case), count, template."""
+    return [
+        {"name": podset_name(p.rtype), "count": p.count, "template": copy.deepcopy(dict(p.template))}
+        for p in podsets
+    ]
+
+
 def build_workload(
     *,
     name: str,
@@ -89,10 +97,7 @@ def build_workload(
         },
         "spec": {
             "queueName": queue,
-            "podSets": [
-                {"name": podset_name(p.rtype), "count": p.count, "template": copy.deepcopy(dict(p.template))}
-                for p in podsets
-            ],
+            "podSets": render_podsets(podsets),
             **priority.wire(),
         },
     }

@@ -198,11 +198,24 @@ async def test_a_job_without_a_queue_runs_at_once_with_no_workload(kueue: Cluste
     assert await workloads(kueue) == []
 
 
-async def test_a_queued_job_moved_to_another_queue_takes_its_workload_along(kueue: Cluster) -> None:
+async def test_a_queued_job_moved_to_another_queue_or_resized_takes_its_workload_along(
+    kueue: Cluster,
+) -> None:
     await kueue.submit(queued(toy_job(workers=1)))
     await kueue.api.patch(TOY, "ns", "toy", {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "team-b"}}})
     await kueue.step()
     assert (await the_workload(kueue))["spec"]["queueName"] == "team-b"
+    resize = {"spec": {"toyReplicaSpecs": {"Worker": {"replicas": 3}}}}
+    await kueue.api.patch(TOY, "ns", "toy", resize)
+    await kueue.step()
+    wl = await the_workload(kueue)
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("leader", 1), ("worker", 3)]
+    held = {"status": {"conditions": [_cond("QuotaReserved", "True", "QuotaReserved")]}}
+    await kueue.api.patch(WORKLOADS, "ns", objects.name(wl), held, subresource="status")
+    await kueue.api.patch(TOY, "ns", "toy", {"spec": {"toyReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    await kueue.step()
+    wl = await the_workload(kueue)
+    assert wl["spec"]["podSets"][1]["count"] == 3, "a Workload holding quota is left as it is"
 
 
 async def test_an_admission_that_contradicts_the_template_fails_the_job(kueue: Cluster) -> None:
@@ -243,7 +256,8 @@ async def test_a_cluster_moved_from_kueues_integration_takes_its_workloads_over(
         kind="ToyJob", group="toy.kubetrain.test", job_name="toy", job_uid=job["metadata"]["uid"]
     )
     podsets = [{"name": "leader", "count": 1, "template": {}}, {"name": "worker", "count": 1, "template": {}}]
-    meta = {"name": name, "namespace": "ns", "ownerReferences": [objects.owner_reference(job)]}
+    meta = {"name": name, "namespace": "ns", "ownerReferences": [objects.owner_reference(job)],
+            "finalizers": ["kueue.x-k8s.io/resource-in-use"]}  # fmt: skip
     theirs = {"metadata": meta, "spec": {"queueName": QUEUE, "podSets": podsets}}
     await cluster.api.create(WORKLOADS, "ns", theirs)
     await cluster.start_operator(kueue=KueueIntegration(frozenset({"ToyJob"}), adopt=True))
@@ -252,6 +266,7 @@ async def test_a_cluster_moved_from_kueues_integration_takes_its_workloads_over(
         wl = await the_workload(cluster)
         assert wl["metadata"]["labels"]["toy.kubetrain.test/operator-name"] == "toyjob-controller"
         assert "AdoptedWorkload" in [e.reason for e in cluster.op.events.events]
+        assert not wl["metadata"].get("finalizers"), "no finalizer left that no integration would remove"
         assert await cluster.is_true("Queued") and await cluster.pods() == {}
         await admit(cluster)
         assert sorted(await cluster.pods()) == ["toy-leader-0", "toy-worker-0"]

@@ -201,6 +201,8 @@ def test_the_setting_names_kinds_or_auto_or_none() -> None:
 
 
 KUEUE_019_DEFAULT = """
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
 integrations:
   frameworks:
   - "batch/job"
@@ -215,7 +217,9 @@ integrations:
 def test_kueues_configuration_is_read_for_its_frameworks_and_waiting() -> None:
     config = yaml.safe_load(KUEUE_019_DEFAULT)
     assert builtin_frameworks(config) == {"batch/job", "kubeflow.org/mpijob", "pod"}
-    assert not waits_for_pods_ready(config)
-    assert waits_for_pods_ready({"waitForPodsReady": {"timeout": "5m"}})
-    assert not waits_for_pods_ready({"waitForPodsReady": {"enable": False}})
+    assert waits_for_pods_ready(config), "v1beta2 (v0.19) defaults waitForPodsReady on, 30 min"
+    v1beta1 = "config.kueue.x-k8s.io/v1beta1"
+    assert not waits_for_pods_ready({"apiVersion": v1beta1})
+    assert not waits_for_pods_ready({"apiVersion": v1beta1, "waitForPodsReady": {"timeout": "5m"}})
+    assert waits_for_pods_ready({"apiVersion": v1beta1, "waitForPodsReady": {"enable": True}})
     assert builtin_frameworks({}) == {"batch/job"}

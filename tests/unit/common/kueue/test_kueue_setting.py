@@ -55,12 +55,24 @@ async def test_auto_without_kueues_configuration_assumes_v019s_defaults(
     assert found is not None and found.kinds == ALL - {MPIJOB.kind}
     assert not found.adopt, "cannot tell a moved cluster from one where Kueue's integration is on"
     assert "assuming Kueue v0.19's default configuration" in caplog.text
+    assert "forbidden" not in caplog.text, "a refusal is named, not quoted (e2e tests read quotes as denials)"
 
 
 async def test_an_explicit_list_and_none() -> None:
     found = await resolve(await _api(CONFIG), frozenset({"TFJob"}), KINDS)
     assert found is not None and found.kinds == {"TFJob"} and not found.adopt
     assert await resolve(await _api(CONFIG), "none", KINDS) is None
+
+
+async def test_a_namespaced_operator_may_not_read_flavors_and_runs_without(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = await _api(CONFIG)
+    denied = 'resourceflavors is forbidden: User "system:serviceaccount:ns:op" cannot list resource'
+    api.fail("list", Forbidden(denied, reason="Forbidden"), resource=RESOURCE_FLAVORS)
+    with caplog.at_level(logging.INFO, logger="kubetrain.kueue"):
+        assert await resolve(api, "auto", KINDS) is None
+    assert "namespaced-reader" in caplog.text and "cannot list" not in caplog.text
 
 
 async def test_no_workload_api_means_off(caplog: pytest.LogCaptureFixture) -> None:
