@@ -289,7 +289,10 @@ spec:
   next:
     statusTemplate: |
 {_FINISH_TEMPLATE}---
-# Graceful deletion: play the kubelet, confirm the deletion so the pod object goes away.
+# Graceful deletion: play the kubelet, confirm the deletion so the pod object goes away. Only while a
+# grace period runs: kwok deletes by name, with no UID precondition (a kubelet sends one), so a delete of a
+# pod that the API server is removing itself (grace period 0: a finished or unscheduled pod, a forced
+# delete, or kwok's own delete) can land after the pod is gone and remove its same-named replacement.
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata: {{name: sim-pod-delete}}
@@ -298,6 +301,7 @@ spec:
   selector:
     matchExpressions:
     - {{key: '.metadata.deletionTimestamp', operator: Exists}}
+    - {{key: '.metadata.deletionGracePeriodSeconds > 0', operator: In, values: ["true"]}}
   next:
     delete: true
 """

@@ -31,14 +31,15 @@ LEADER = {
     "TFJob": "Chief", "PyTorchJob": "Master", "MPIJob": "Launcher", "XGBoostJob": "Master",
     "PaddleJob": "Master",
 }  # fmt: skip
-"""The replica type whose success makes a job of each kind succeed; every test job has one, plus Workers."""
+"""The replica type whose success (of its pod 0) makes a job of each kind succeed; every test job has one,
+plus Workers. A JAXJob has only Workers, all of which must succeed."""
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 RETRYABLE_EXIT = 137
 """A SIGKILL exit: the operator replaces a Worker that failed with it and counts a restart."""
 WORKER_RESTART = {
     "TFJob": "ExitCode", "PyTorchJob": "ExitCode", "MPIJob": "OnFailure", "XGBoostJob": "ExitCode",
-    "PaddleJob": "ExitCode",
+    "PaddleJob": "ExitCode", "JAXJob": "ExitCode",
 }  # fmt: skip
 """The Workers' restartPolicy: one under which a failed pod is replaced (MPIJob has no ExitCode)."""
 
@@ -68,11 +69,13 @@ def own_plane(nodes: Sequence[FakeNode]) -> Iterator[ControlPlane]:
 
 
 @contextmanager
-def shipped_operator(plane: ControlPlane, overlay: str, workdir: Path) -> Iterator[OperatorProcess]:
+def shipped_operator(
+    plane: ControlPlane, overlay: str, workdir: Path, *extra: str
+) -> Iterator[OperatorProcess]:
     """`kubectl apply -k manifests/<overlay>`, then the operator as its Deployment runs it (its arguments,
-    its ServiceAccount); on the way out, the shipped RBAC must not have refused it anything."""
+    and `extra`; its ServiceAccount); on the way out, the shipped RBAC must not have refused it anything."""
     objects = install(plane, MANIFESTS / overlay)
-    op = start_operator(plane, objects, workdir)
+    op = start_operator(plane, objects, workdir, *extra)
     LOGS["operator"] = op.log_path
     try:
         op.wait_ready()
@@ -93,14 +96,18 @@ def job(
     **spec: Any,
 ) -> Obj:
     """A job of `kind`: one leader (LEADER) and `workers` Workers, each pod asking for `cpu`; a Worker
-    that fails with RETRYABLE_EXIT is replaced."""
+    that fails with RETRYABLE_EXIT is replaced. A kind without a leader (JAXJob) gets `workers + 1`
+    Workers."""
     info = BY_KIND[kind]
     requests = {"requests": {"cpu": cpu}}
     container = container_spec(info.default_container_name or "trainer", resources=requests)
-    specs = {
-        LEADER[kind]: replica_spec(1, container, restartPolicy="OnFailure"),
-        "Worker": replica_spec(workers, container, restartPolicy=WORKER_RESTART[kind]),
-    }
+    if kind not in LEADER:
+        specs = {"Worker": replica_spec(workers + 1, container, restartPolicy=WORKER_RESTART[kind])}
+    else:
+        specs = {
+            LEADER[kind]: replica_spec(1, container, restartPolicy="OnFailure"),
+            "Worker": replica_spec(workers, container, restartPolicy=WORKER_RESTART[kind]),
+        }
     body = job_manifest(info, specs, name=name, namespace="", **spec)
     del body["metadata"]["namespace"]
     if labels:
@@ -108,13 +115,19 @@ def job(
     return body
 
 
+def spare(body: Obj) -> str:
+    """The pod of the job's last Worker: one whose failure or loss the job survives."""
+    return pod_names(body)[-1]
+
+
 def submit(plane: ControlPlane, namespace: str, body: Obj) -> None:
     plane.kubectl("create", "-f", "-", namespace=namespace, input=json.dumps(body))
 
 
 def get(plane: ControlPlane, namespace: str, kind: str, name: str) -> Obj:
-    status, found = plane.rest.get(f"/apis/kubeflow.org/{BY_KIND[kind].version}/namespaces/{namespace}/"
-                                   f"{BY_KIND[kind].plural}/{name}")  # fmt: skip
+    info = BY_KIND[kind]
+    path = f"/apis/{info.group}/{info.version}/namespaces/{namespace}/{info.plural}/{name}"
+    status, found = plane.rest.get(path)
     assert status == 200, f"{kind} {namespace}/{name}: {status} {found}"
     return dict(found)
 
@@ -139,11 +152,14 @@ def pods(plane: ControlPlane, namespace: str, job_name: str | None = None) -> di
     return {
         p["metadata"]["name"]: p
         for p in found["items"]
-        if not p["metadata"].get("deletionTimestamp")
-        and (
-            job_name is None
-            or p["metadata"].get("labels", {}).get("training.kubeflow.org/job-name") == job_name
-        )
+        if not p["metadata"].get("deletionTimestamp") and (job_name is None or job_name in _job_names(p))
+    }
+
+
+def _job_names(pod: Obj) -> set[str]:
+    """The job-name labels of a pod, under any kind's label prefix (`training.kubeflow.org/`, ...)."""
+    return {
+        value for key, value in (pod["metadata"].get("labels") or {}).items() if key.endswith("/job-name")
     }
 
 
@@ -171,10 +187,17 @@ def wait_running(plane: ControlPlane, namespace: str, body: Obj, timeout: float 
     return {p: found[p] for p in pod_names(body)}
 
 
+def deciders(body: Obj) -> list[str]:
+    """The pods whose success makes the job succeed: the leader's pod 0, or every pod of a kind without
+    one (its replicas are peers)."""
+    leader = LEADER.get(body["kind"])
+    return [f"{body['metadata']['name']}-{leader.lower()}-0"] if leader else pod_names(body)
+
+
 def finish(plane: ControlPlane, namespace: str, body: Obj, timeout: float = 120) -> Obj:
-    """Let the leader pod succeed; wait until the job is Succeeded and return it."""
-    name = body["metadata"]["name"]
-    plane.finish_pod(namespace, f"{name}-{LEADER[body['kind']].lower()}-0", Outcome.SUCCEEDED)
+    """Let the deciding pods succeed; wait until the job is Succeeded and return it."""
+    for pod in deciders(body):
+        plane.finish_pod(namespace, pod, Outcome.SUCCEEDED)
     return wait_for(plane, namespace, body, lambda j: "Succeeded" in conditions(j), "Succeeded", timeout)
 
 

@@ -1,20 +1,21 @@
-"""Kueue v0.10.2, installed as its standard install runs it (webhooks registered), queueing kubetrain's
-TFJobs, PyTorchJobs, MPIJobs, XGBoostJobs and PaddleJobs on the real control plane, with the operator from
-the shipped manifests.
+"""Kueue v0.19.2 in its default configuration, plus the `externalFrameworks` lines our docs tell a user to
+add (manifests/kueue/integrations.yaml; SleepJob's README for the example), installed as its standard
+install runs it (webhooks registered), queueing jobs of every kind and the SleepJob example on the real
+control plane, with the operator from the shipped manifests and its `--kueue-integration` default.
 
-What a user of Kueue relies on, for each kind: a job that names a LocalQueue is suspended at create (by
-Kueue's mutating webhook, which round-trips it through Go structs), admitted when quota allows, placed
-on its ResourceFlavor's nodes and run to Succeeded; a second job waits its turn; a higher-priority job
-evicts a running one, whose pods go away, and which later resumes and finishes with its restart count
-kept; Kueue sees an MPIJob's launcher in its pod sets; a job without a queue is not touched, and a job
-that MultiKueue manages is left to it by kubetrain.
+What a user of Kueue relies on, for each kind: with quota for one job, a second waits with no pod created
+and is admitted, on its flavor's nodes, when the first finishes; a higher-priority job evicts a running
+one, whose pods all go before the higher one's start, and which is queued again, later admitted and runs
+to Succeeded with its restart count kept; each job has exactly one Workload, whichever integration made it
+(MPIJob: Kueue's own, on in its default configuration); a job without a queue is not held; a job that
+MultiKueue manages is left to it.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import yaml
@@ -23,39 +24,43 @@ from kubetrain.api import MULTIKUEUE_CONTROLLER
 from kubetrain.common.metrics import SKIP_MANAGED_BY
 from kubetrain.testing import ControlPlane, Outcome
 from kubetrain.testing.ecosystem import find_component
-from kubetrain.testing.kueue import Kueue
 from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import wait_until
 
 from .harness import (
-    LEADER,
-    LOGS,
-    PRIORITY_LABEL,
-    QUEUE_LABEL,
     RETRYABLE_EXIT,
     Obj,
-    component,
     conditions,
     fake_nodes,
     finish,
     get,
     job,
-    own_plane,
     pods,
     restarts,
     shipped_operator,
+    spare,
     submit,
-    suspended,
     wait_for,
     wait_running,
+)
+from .queueing import (
+    POOL,
+    POOL_LABEL,
+    SLEEPJOB_FRAMEWORK,
+    kueue_plane,
+    pending,
+    queue_namespace,
+    queued,
+    sleepjob_operator,
+    waiting,
+    workload,
+    workload_conditions,
 )
 
 pytestmark = pytest.mark.ecosystem
 
-KINDS = ("TFJob", "PyTorchJob", "MPIJob", "XGBoostJob", "PaddleJob")
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
-POOL_LABEL = "example.com/pool"
-POOL = "training"
+KINDS = ("TFJob", "PyTorchJob", "JAXJob", "XGBoostJob", "PaddleJob", "MPIJob")
+QUEUED = (*KINDS, "SleepJob")
 POOL_NODE = "pool-node"
 NODES = fake_nodes((POOL_NODE, "16", {POOL_LABEL: POOL}), ("other-node", "16", {}))
 """Only the first node carries the flavor's label: a pod without the flavor's selector may land on either."""
@@ -65,68 +70,19 @@ KUEUE_CONFIGS = {
 }
 """The names Kueue's manifests give its webhook configurations (its install prefixes `kueue-`)."""
 SKIPPED = "kubetrain_jobs_skipped_total"
-Installed = tuple[ControlPlane, OperatorProcess, Kueue]
-"""The plane, the operator (from the shipped manifests) and Kueue."""
-LOCAL_QUEUE = "team"
-QUOTA_CPU = "2"
-"""Room for one test job at a time (a leader and a worker of 1 CPU each)."""
-
-
-def kueue_objects() -> list[Obj]:
-    """The ResourceFlavor and the two WorkloadPriorityClasses every test uses."""
-    flavor = {"nodeLabels": {POOL_LABEL: POOL}}
-    return [
-        {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": POOL}, "spec": flavor},
-        *(
-            {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v}
-            for n, v in (("kt-low", 100), ("kt-high", 1000))
-        ),
-    ]
-
-
-def queues(namespace: str) -> list[Obj]:
-    """A ClusterQueue for `namespace` only (StrictFIFO, lower priorities preemptible) and its LocalQueue."""
-    quota = [{"name": "cpu", "nominalQuota": QUOTA_CPU}]
-    cluster_queue = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        "queueingStrategy": "StrictFIFO",
-        "preemption": {"withinClusterQueue": "LowerPriority"},
-        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": POOL, "resources": quota}]}],
-    }
-    return [
-        {
-            "apiVersion": KUEUE_API,
-            "kind": "ClusterQueue",
-            "metadata": {"name": namespace},
-            "spec": cluster_queue,
-        },
-        {
-            "apiVersion": KUEUE_API,
-            "kind": "LocalQueue",
-            "metadata": {"name": LOCAL_QUEUE, "namespace": namespace},
-            "spec": {"clusterQueue": namespace},
-        },
-    ]
-
-
-def apply(plane: ControlPlane, items: list[Obj]) -> None:
-    plane.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+Installed = tuple[ControlPlane, OperatorProcess, "subprocess.Popen[bytes]"]
 
 
 @pytest.fixture(scope="module")
-def installed(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[ControlPlane, OperatorProcess, Kueue]]:
-    """A plane with the operator (shipped base install) and Kueue, its webhooks registered."""
-    component("kueue")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    """A plane with Kueue (its webhooks registered), then the operator (shipped base install) and the
+    SleepJob example's operator, which read at start what Kueue integrates itself."""
     with (
-        own_plane(NODES) as plane,
+        kueue_plane(NODES, tmp_path_factory.mktemp("kueue"), external=[SLEEPJOB_FRAMEWORK]) as plane,
         shipped_operator(plane, "base", tmp_path_factory.mktemp("operator")) as operator,
-        Kueue(plane, tmp_path_factory.mktemp("kueue")) as kueue,
+        sleepjob_operator(plane, tmp_path_factory.mktemp("sleepjob")) as example,
     ):
-        LOGS["kueue"] = kueue.log_path
-        apply(plane, kueue_objects())
-        yield plane, operator, kueue
+        yield plane, operator, example
 
 
 @pytest.fixture(scope="module")
@@ -134,63 +90,24 @@ def plane(installed: Installed) -> ControlPlane:
     return installed[0]
 
 
-def ignored_by_kueue(kueue: Kueue, namespace: str, name: str) -> bool:
-    """Kueue's job reconciler logged that it looked at job `namespace/name` and ignored it (no queue)."""
-    return any(
-        "ignoring the job" in line and f'"{namespace}/{name}"' in line
-        for line in kueue.log_path.read_text(errors="replace").splitlines()
-    )
-
-
 @pytest.fixture
 def ns(plane: ControlPlane) -> Iterator[str]:
-    """A namespace with its own ClusterQueue and LocalQueue `team`."""
-    name = plane.create_namespace("kueue-")
-    apply(plane, queues(name))
-    yield name
-    plane.delete_namespace(name)
-    plane.kubectl("delete", "clusterqueue", name, "--wait=false", "--ignore-not-found")
-
-
-def queued(kind: str, name: str, priority: str | None = None, **spec: Any) -> Obj:
-    labels = {QUEUE_LABEL: LOCAL_QUEUE, **({PRIORITY_LABEL: priority} if priority else {})}
-    return job(kind, name, labels=labels, **spec)
-
-
-def dry_run(plane: ControlPlane, namespace: str, body: Obj) -> Obj:
-    """The job as the API server would store it at create, admission webhooks included (nothing stored:
-    Kueue admits a job too fast to catch its stored state before admission)."""
-    out = plane.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", namespace=namespace,
-                        input=json.dumps(body))  # fmt: skip
-    created: Obj = json.loads(out.stdout)
-    return created
-
-
-def workload(plane: ControlPlane, namespace: str, body: Obj) -> Obj | None:
-    """Kueue's Workload for the job `body`, found by its owner reference."""
-    status, found = plane.rest.get(f"/apis/{KUEUE_API}/namespaces/{namespace}/workloads")
-    assert status == 200, found
-    name = body["metadata"]["name"]
-    for item in found["items"]:
-        owners = item["metadata"].get("ownerReferences") or []
-        if any(o["kind"] == body["kind"] and o["name"] == name for o in owners):
-            return dict(item)
-    return None
-
-
-def pending(plane: ControlPlane, namespace: str, body: Obj) -> bool:
-    """Whether the job's Workload exists and Kueue has reserved no quota for it."""
-    found = workload(plane, namespace, body)
-    wl_conditions = {
-        c["type"]: c["status"] for c in ((found or {}).get("status") or {}).get("conditions") or []
-    }
-    return found is not None and wl_conditions.get("QuotaReserved") == "False"
+    with queue_namespace(plane) as name:
+        yield name
 
 
 def on_the_flavor(running: dict[str, Obj]) -> None:
     for name, pod in running.items():
         assert pod["spec"].get("nodeSelector", {}).get(POOL_LABEL) == POOL, f"{name}: flavor selector missing"
         assert pod["spec"]["nodeName"] == POOL_NODE, f"{name} runs on {pod['spec']['nodeName']}"
+
+
+def held(plane: ControlPlane, ns: str, body: Obj) -> None:
+    """Wait until Kueue has looked at the job's one Workload and reserved no quota; the job says it waits,
+    and not one of its pods exists."""
+    wait_until(f"{body['metadata']['name']} pending for quota", lambda: pending(plane, ns, body), timeout=60)
+    assert waiting(get(plane, ns, body["kind"], body["metadata"]["name"])), "the job does not say it waits"
+    assert not pods(plane, ns, body["metadata"]["name"]), "a pod of a job Kueue has not admitted"
 
 
 def test_kueues_own_webhooks_are_registered_at_its_loopback_server(plane: ControlPlane) -> None:
@@ -205,74 +122,80 @@ def test_kueues_own_webhooks_are_registered_at_its_loopback_server(plane: Contro
         registered = json.loads(plane.kubectl("get", f"{kind.lower()}/kueue-{KUEUE_CONFIGS[kind]}",
                                               "-o", "json").stdout)  # fmt: skip
         assert {hook["name"] for hook in registered["webhooks"]} == names
-        assert {"kubeflow.org"} <= {
-            g for hook in registered["webhooks"] for r in hook["rules"] for g in r["apiGroups"]
-        }
         for hook in registered["webhooks"]:
             assert hook["clientConfig"]["url"].startswith("https://127.0.0.1:"), hook["name"]
             assert hook["clientConfig"]["caBundle"], hook["name"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_queued_jobs_are_suspended_admitted_in_order_on_their_flavor(
-    installed: Installed, ns: str, kind: str
+@pytest.mark.parametrize("kind", QUEUED)
+def test_with_quota_for_one_job_the_second_waits_podless_and_runs_when_the_first_finishes(
+    plane: ControlPlane, ns: str, kind: str
 ) -> None:
-    plane, _, kueue = installed
-    first, second, loose = queued(kind, "first"), queued(kind, "second"), job(kind, "loose")
-    assert suspended(dry_run(plane, ns, first)), "Kueue's webhook suspends a queued job at create"
+    first, second = queued(kind, "first"), queued(kind, "second")
     submit(plane, ns, first)
-    submit(plane, ns, second)
     on_the_flavor(wait_running(plane, ns, first))
-    wait_until("second job pending for quota", lambda: pending(plane, ns, second), timeout=60)
-    assert suspended(get(plane, ns, kind, "second")) and not pods(plane, ns, "second")
-    first_workload = workload(plane, ns, first)
-    assert first_workload is not None
-    pod_sets = {p["name"]: p["count"] for p in first_workload["spec"]["podSets"]}
-    assert pod_sets == {LEADER[kind].lower(): 1, "worker": 1}, "every replica, the launcher too, is a pod set"
+    submit(plane, ns, second)
+    held(plane, ns, second)
+    admitted = workload(plane, ns, first)
+    assert admitted is not None, "the running job has no Workload"
+    assert len(admitted["spec"]["podSets"]) == len({p["name"] for p in admitted["spec"]["podSets"]})
 
-    submit(plane, ns, loose)  # no queue: runs at once although the queue is full
-    assert not suspended(get(plane, ns, kind, "loose"))
-    wait_running(plane, ns, loose)
-    finish(plane, ns, loose)
-    wait_until("Kueue's log: it looked at the job without a queue and ignored it",
-               lambda: ignored_by_kueue(kueue, ns, "loose"), timeout=60)  # fmt: skip
-    assert workload(plane, ns, loose) is None, "Kueue made a Workload for a job without a queue"
-
-    finish(plane, ns, first)
+    done = finish(plane, ns, first)
+    assert "Succeeded" in conditions(done)
+    told = lambda: workload_conditions(workload(plane, ns, first)).get("Finished") == "True"  # noqa: E731
+    wait_until("the first job's Workload told Finished", told, timeout=60)
     on_the_flavor(wait_running(plane, ns, second))
     assert "Succeeded" in conditions(finish(plane, ns, second))
+    assert workload(plane, ns, second) is not None
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", QUEUED)
 def test_a_higher_priority_job_evicts_and_the_evicted_job_resumes_keeping_its_restarts(
     plane: ControlPlane, ns: str, kind: str
 ) -> None:
     low = queued(kind, "low", "kt-low")
     submit(plane, ns, low)
-    worker = wait_running(plane, ns, low)["low-worker-0"]
-    plane.finish_pod(ns, "low-worker-0", Outcome.FAILED, exit_code=RETRYABLE_EXIT)
+    lost = spare(low)
+    worker = wait_running(plane, ns, low)[lost]
+    plane.finish_pod(ns, lost, Outcome.FAILED, exit_code=RETRYABLE_EXIT)
     wait_for(plane, ns, low, lambda j: restarts(j) == 1, "one restart in the ledger")
-    replaced = wait_running(plane, ns, low)["low-worker-0"]
+    replaced = wait_running(plane, ns, low)[lost]
     assert replaced["metadata"]["uid"] != worker["metadata"]["uid"]
 
     high = queued(kind, "high", "kt-high")
     submit(plane, ns, high)
-    wait_for(plane, ns, low, lambda j: suspended(j) and "Suspended" in conditions(j), "evicted and suspended")
-    wait_until("the evicted job's pods gone", lambda: not pods(plane, ns, "low"), timeout=60)
+    wait_until("the higher job's first pod", lambda: bool(pods(plane, ns, "high")), timeout=120)
+    assert not pods(plane, ns, "low"), "the evicted job kept a pod while the higher one started"
+    assert waiting(get(plane, ns, kind, "low")), "the evicted job is not queued again"
     wait_running(plane, ns, high)
     finish(plane, ns, high)
 
     resumed = wait_running(plane, ns, low)  # re-admitted: every replica runs again
     on_the_flavor(resumed)
-    assert restarts(get(plane, ns, kind, "low")) == 1, "the restart count survived the eviction"
+    assert restarts(get(plane, ns, kind, "low")) == 1, "the eviction was charged as a restart"
     done = finish(plane, ns, low)
-    assert restarts(done) == 1 and not suspended(done)
+    assert restarts(done) == 1 and "Succeeded" in conditions(done)
+
+
+@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob"])  # kubetrain's integration, and Kueue's own
+def test_a_job_without_a_queue_runs_at_once_without_a_workload(
+    plane: ControlPlane, ns: str, kind: str
+) -> None:
+    blocker = queued(kind, "blocker")
+    submit(plane, ns, blocker)
+    wait_running(plane, ns, blocker)
+    loose = job(kind, "loose")
+    submit(plane, ns, loose)  # no queue: runs although the queue is full
+    wait_running(plane, ns, loose)
+    assert "Succeeded" in conditions(finish(plane, ns, loose))
+    assert workload(plane, ns, loose) is None, "a Workload for a job without a queue"
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_job_managed_by_multikueue_is_left_to_it(installed: Installed, ns: str, kind: str) -> None:
     plane, operator, _ = installed
-    elsewhere = queued(kind, "elsewhere", runPolicy={"managedBy": MULTIKUEUE_CONTROLLER})
+    elsewhere = job(kind, "elsewhere", labels={"kueue.x-k8s.io/queue-name": "team"},
+                    runPolicy={"managedBy": MULTIKUEUE_CONTROLLER})  # fmt: skip
     submit(plane, ns, elsewhere)
     skipped = {"job_namespace": ns, "reason": SKIP_MANAGED_BY}
     wait_until("the operator looked at the MultiKueue job and left it alone (kubetrain_jobs_skipped_total)",

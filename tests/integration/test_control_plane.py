@@ -240,3 +240,51 @@ def test_scheduler_respects_gpu_capacity_of_fake_nodes(control_plane: ControlPla
     placed = get_json(control_plane, "pod", "greedy", namespace=namespace)
     assert "nodeName" not in placed["spec"]
     assert placed["status"]["phase"] == "Pending"
+
+
+HOLD = "sim.kubetrain.dev/hold"
+"""A finalizer of the test's own: it keeps a deleted pod in sight, so what kwok does with it can be read."""
+
+
+def kwok_deleted(plane: ControlPlane, namespace: str, name: str) -> bool:
+    """kwok's log says it sent a DELETE for the pod `namespace/name` (by name: kwok sends no UID)."""
+    lines = plane.logs()["kwok"].read_text(errors="replace").splitlines()
+    return any("Delete pod" in line and f"{namespace}/{name}" in line for line in lines)
+
+
+def test_kwok_completes_a_graceful_deletion_but_never_deletes_what_the_api_server_removes_itself(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    """kwok deletes by name, with no UID precondition. A DELETE of a pod that the API server removes itself
+    (grace period 0: here a Failed pod) can arrive after that pod is gone and remove its same-named
+    replacement: the operator saw that replacement vanish while running and counted a restart that never
+    happened (the PaddleJob eviction test's flake: `Created pod: low-worker-0` twice, 90 ms apart).
+    A finalizer holds the Failed pod here, so kwok's answer to its deletion can be read in kwok's log."""
+    plane = control_plane
+    graceful = pod("graceful")
+    plane.kubectl("apply", "-f", "-", input=json.dumps(graceful), namespace=namespace)
+    plane.wait_for_pod_phase(namespace, "graceful", "Running")
+    plane.kubectl("delete", "pod", "graceful", "--wait=false", namespace=namespace)  # a 30 s grace period
+    ended = "kwok, playing the kubelet, ends the grace period"
+    eventually(ended, lambda: kwok_deleted(plane, namespace, "graceful"))
+
+    held = pod("held")
+    held["metadata"]["finalizers"] = [HOLD]
+    plane.kubectl("apply", "-f", "-", input=json.dumps(held), namespace=namespace)
+    plane.wait_for_pod_phase(namespace, "held", "Running")
+    plane.finish_pod(namespace, "held", Outcome.FAILED, exit_code=137)
+    plane.wait_for_pod_phase(namespace, "held", "Failed")
+    plane.kubectl("delete", "pod", "held", "--wait=false", namespace=namespace)
+    deleting = get_json(plane, "pod", "held", namespace=namespace)["metadata"]
+    assert deleting["deletionGracePeriodSeconds"] == 0, "the API server removes a Failed pod at once"
+    # kwok reads pod events in order: once it has run (and finished) a pod created after that deletion, it
+    # has looked at the deleted pod too.
+    plane.kubectl("apply", "-f", "-", input=json.dumps(pod("later")), namespace=namespace)
+    plane.wait_for_pod_phase(namespace, "later", "Running")
+    plane.finish_pod(namespace, "later", Outcome.SUCCEEDED)
+    plane.wait_for_pod_phase(namespace, "later", "Succeeded")
+    try:
+        assert not kwok_deleted(plane, namespace, "held"), "kwok sent a DELETE by name for a pod going away"
+    finally:
+        patch = json.dumps({"metadata": {"finalizers": None}})
+        plane.kubectl("patch", "pod", "held", "--type=merge", "-p", patch, namespace=namespace)

@@ -1,7 +1,10 @@
-"""examples/pytorch/pytorch-kueue.yaml on the real node: Kueue (built by `hack/ecosystem.sh`, run as its
-standard install runs it, webhooks registered; kubetrain.testing.kueue) admits the suspended PyTorchJob from
-the LocalQueue the example names, and its pod trains to Succeeded in a real container. The queue is what an
-administrator would make: a ResourceFlavor, a ClusterQueue for the test's namespace and the LocalQueue."""
+"""examples/pytorch/pytorch-kueue.yaml on the real node: Kueue v0.19 (built by `hack/ecosystem.sh`, run as
+its standard install runs it: its default configuration plus manifests/kueue/integrations.yaml, webhooks
+registered; kubetrain.testing.kueue) admits the PyTorchJob from the LocalQueue the example names through
+kubetrain's integration (Kueue's own kubeflow integration is off in its default configuration), and its pod
+trains to Succeeded in a real container. The queue is what an administrator would make: a ResourceFlavor, a
+ClusterQueue for the test's namespace and the LocalQueue. The operator is restarted once Kueue runs, as
+docs/ecosystem.md tells a user who installs Kueue after kubetrain: it reads what Kueue integrates at start."""
 
 from __future__ import annotations
 
@@ -16,10 +19,11 @@ from kubetrain.testing.kueue import Kueue
 from kubetrain.testing.node_plane import NodePlane
 
 from . import examples as ex
+from .conftest import NAMESPACE, OPERATOR
 
 pytestmark = pytest.mark.node
 
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
@@ -32,6 +36,10 @@ def kueue(
     except MissingComponentError as err:
         pytest.fail(str(err), pytrace=False)
     with Kueue(node_plane, tmp_path_factory.mktemp("kueue")) as running:
+        restart = ("rollout", "restart", f"deployment/{OPERATOR}")
+        node_plane.kubectl(*restart, namespace=NAMESPACE)
+        node_plane.kubectl("rollout", "status", f"deployment/{OPERATOR}", "--timeout=300s",
+                           namespace=NAMESPACE, timeout=320)  # fmt: skip
         yield running
 
 

@@ -99,6 +99,10 @@ class ReportReceiver:
         return code, json.dumps({"message": message})
 
 
+_DRAIN_LIMIT = 4 * MAX_BODY_BYTES
+"""An oversized report up to this size is read before it is refused, so that its sender gets the 413."""
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     owner: ReportReceiver
     protocol_version = "HTTP/1.1"
@@ -108,6 +112,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if length > MAX_BODY_BYTES:
             code, message = self.owner._refuse(413, f"a report is at most {MAX_BODY_BYTES} bytes")
             self.close_connection = True
+            if length <= _DRAIN_LIMIT:
+                # read what the client is sending: a close with unread data resets the connection, and a
+                # reset can reach the client before the 413 does, which then sees no answer at all
+                self.rfile.read(length)
         else:
             body = self.rfile.read(length)
             code, message = self.owner.offer(self.path, self.headers.get("Authorization"), body)
