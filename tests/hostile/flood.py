@@ -35,6 +35,10 @@ _TLS = ssl.create_default_context()
 _TLS.check_hostname, _TLS.verify_mode = False, ssl.CERT_NONE
 
 
+GENUINE_POD = "127.0.0.254"
+"""The source address of the one genuine report, outside the attackers' 127.0.0.2 and up."""
+
+
 class Flood:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
@@ -45,10 +49,11 @@ class Flood:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    async def connect(self, port: int, *, tls: bool) -> Connection:
+    async def connect(self, port: int, *, tls: bool, source: str | None = None) -> Connection:
+        """A connection from the next attacking address, or from `source` (a pod of its own)."""
         return await asyncio.wait_for(
             asyncio.open_connection(
-                "127.0.0.1", port, ssl=_TLS if tls else None, local_addr=(next(self.peers), 0)
+                "127.0.0.1", port, ssl=_TLS if tls else None, local_addr=(source or next(self.peers), 0)
             ),
             5,
         )
@@ -67,10 +72,19 @@ class Flood:
         finally:
             writer.transport.abort()
 
-    async def ask(self, attack: str, port: int, request: bytes, *, tls: bool, abandon: bool = False) -> None:
+    async def ask(
+        self,
+        attack: str,
+        port: int,
+        request: bytes,
+        *,
+        tls: bool,
+        abandon: bool = False,
+        source: str | None = None,
+    ) -> None:
         """One request on a new connection; its answer's status counted (or abandoned at once)."""
         try:
-            reader, writer = await self.connect(port, tls=tls)
+            reader, writer = await self.connect(port, tls=tls, source=source)
         except (OSError, TimeoutError):
             self.seen[attack]["connect-failed"] += 1
             return
@@ -129,7 +143,9 @@ class Flood:
         that must be refused: 5,000 nested [ and an oversized one."""
         port, path, token = self.config["progress_port"], self.config["progress_path"], self.config["token"]
         valid = json.dumps({"trainerStatus": {"progressPercentage": 10}}).encode()
-        await self.ask("valid-report", port, post(path, valid, token), tls=True)
+        # from an address no attack uses, as a real pod's own IP: the caps that cut the attackers off (their
+        # connections closed, even mid-handshake) must leave it alone
+        await self.ask("valid-report", port, post(path, valid, token), tls=True, source=GENUINE_POD)
         for n in range(int(self.config["bodies"])):
             if self.left() <= 0:
                 return
