@@ -72,9 +72,6 @@ def test_kueue_admits_the_queued_example_and_it_trains_in_a_real_container(
     job, others = ex.load_example("pytorch/pytorch-kueue.yaml")
     ex.apply(node_plane, namespace, queue(namespace, job["metadata"]["labels"][QUEUE_LABEL]))
     try:
-        # kubetrain's integration holds a queued job itself; `suspend: true` (for Kueue's own integration and
-        # `kubetrain run --local --resume`) would keep it suspended, a user's choice kubetrain respects.
-        job["spec"].get("runPolicy", {}).pop("suspend", None)
         ex.apply(node_plane, namespace, [*others, ex.fit_to_node(job)])
         verdict = ex.wait_finished(node_plane, namespace, job, 600.0)
         workloads = json.loads(
