@@ -88,8 +88,8 @@ async def test_a_projected_token_for_the_jobs_audience_is_verified_with_its_pod(
     [
         {"aud": ["kubetrain-progress/kubeflow.org/v1/namespaces/team-a/pytorchjobs/other/status"]},
         {"aud": ["https://kubernetes.default.svc"]},
-        {"exp": int(time.time()) - 60, "iat": int(time.time()) - 3700, "nbf": int(time.time()) - 3700},
-        {"nbf": int(time.time()) + 600},
+        {"exp": -60, "iat": -3700, "nbf": -3700},
+        {"nbf": 600},
         {"kubernetes.io": {"namespace": "team-a", "pod": {"name": "mnist-master-0"}}},
         {"kubernetes.io": {"namespace": "team-a"}},
         {"exp": None},
@@ -97,6 +97,11 @@ async def test_a_projected_token_for_the_jobs_audience_is_verified_with_its_pod(
     ids=["another job", "the API server", "expired", "not yet", "no pod uid", "no pod", "no expiry"],
 )
 async def test_a_token_the_keys_refuse_is_refused(server: ApiServer, change: dict[str, Any]) -> None:
+    # times are given as seconds from now, made into timestamps here: a value made at collection would drift
+    # (a "not yet" token collected ten minutes before it runs is valid by then)
+    now = int(time.time())
+    timed = ("exp", "iat", "nbf")
+    change = {k: now + v if k in timed and isinstance(v, int) else v for k, v in change.items()}
     verifier, _ = await _verifier(server)
     assert await verifier.verify(server.token(**change), AUDIENCE) is None
 
