@@ -23,8 +23,15 @@ pytestmark = pytest.mark.node
 
 
 @pytest.fixture
-def installed(operator_installed: dict[str, Any]) -> dict[str, Any]:
-    return operator_installed
+def installed(node_plane: NodePlane, operator_installed: dict[str, Any]) -> dict[str, Any]:
+    """The operator's pod as it is now: another test of the tier may have rolled the Deployment since the
+    install (the Kueue example restarts the operator once Kueue runs, as docs/ecosystem.md says)."""
+    rollout = ("rollout", "status", f"deployment/{OPERATOR}", "--timeout=300s")
+    node_plane.kubectl(*rollout, namespace=NAMESPACE, timeout=320)
+    pods = _json(node_plane, "get", "pods", "-l", "app.kubernetes.io/component=operator")["items"]
+    current = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    assert len(current) == 1, [p["metadata"]["name"] for p in pods]
+    return dict(current[0])
 
 
 def test_operator_pod_runs_from_its_image_under_the_shipped_security_context(
