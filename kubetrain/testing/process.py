@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -34,15 +35,39 @@ _PR_SET_PDEATHSIG = 1
 _handed_out: set[int] = set()
 
 
+_LOWEST_PORT = 10000
+"""Ports handed out lie between this and the kernel's ephemeral range."""
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel gives to an outgoing connection or a bind to port 0 (Linux's default)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A loopback TCP port that was free a moment ago and was not handed out before by this process."""
-    while True:
+    """A loopback TCP port that was free a moment ago and was not handed out before by this process.
+
+    It is chosen below the kernel's ephemeral range: a port taken from that range (a bind to port 0) is
+    free only until the program it is meant for binds it, and in between any process's outgoing connection
+    may be given it as its local port (a test tier that opens thousands of connections did, and a TensorFlow
+    worker then could not start its gRPC server)."""
+    top = _ephemeral_floor()
+    chooser = random.SystemRandom()
+    for _ in range(1000):
+        port = chooser.randrange(_LOWEST_PORT, top) if top > _LOWEST_PORT else 0
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
             port = int(sock.getsockname()[1])
         if port not in _handed_out:
             _handed_out.add(port)
             return port
+    raise RuntimeError(f"no free loopback port between {_LOWEST_PORT} and {top} after 1,000 tries")
 
 
 def tail(path: Path, lines: int) -> str:

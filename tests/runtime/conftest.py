@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from kubetrain.runtimes.examples.common import RESULT_PREFIX
+from kubetrain.testing.process import free_port
 
 # Variables a developer's shell may carry that would leak into the replicas and change what they do.
 _STRIP = (
@@ -50,12 +50,8 @@ def base_env() -> dict[str, str]:
 
 
 def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports (all sockets held open until every port is chosen)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
+    """Distinct free loopback ports, outside the kernel's ephemeral range (`testing.process.free_port`)."""
+    return [free_port() for _ in range(count)]
 
 
 @dataclass
