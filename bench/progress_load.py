@@ -12,11 +12,12 @@ run. Then, in the `reports` mode only, every job's pod reports every P seconds (
 the first P seconds) through the pods' own helper (`kubetrain.runtimes.progress`: a `Reporter` and its
 `HttpSender` per pod, each with a thread and one kept-open TLS connection verified with the CA the
 operator published, honouring the endpoint's `Retry-After`), with a TokenRequest token bound to that pod
-for the job's own audience (the one its projected volume names), read from a file as in a pod. Each pod's
-first report is timed apart: all 500 arrive within the first P seconds, as at a start or an operator
-restart, and each must be answered 200 within the pods' 5 s timeout (the helper's, and Kubeflow's clients').
-Over the next `--window` seconds it measures
-the operator's CPU (its process tree's utime+stime), the status writes
+for the job's own audience (the one its projected volume names), read from a file as in a pod. Each pod
+connects from a loopback address of its own (127.1.x.y: Linux routes all of 127/8 to `lo`), as each real
+pod has an address of its own, so the endpoint's cap of 32 connections per address applies as in a
+cluster. Each pod's first report is timed apart: all N arrive within the first P seconds, as at a start or
+an operator restart, and each must be answered 200 within the pods' 5 s timeout (`TIMEOUT`). Over the next
+`--window` seconds it measures the operator's CPU (its process tree's utime+stime), the status writes
 (`kubetrain_progress_status_writes_total{result="written"}`), the answers and the connections the pods
 opened. Then it submits E more jobs and times until all their pods are Running: the operator's own work
 while reports flow. The `quiet` mode does the same with no reports; both modes run in each round, one after
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import random
 import resource
 import statistics
@@ -54,7 +56,9 @@ from kubetrain.testing.process import free_port
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "kubetrain-progress"
 TIMEOUT = 5.0
-"""The pods' timeout: the helper's `HttpSender`, Transformers' KubeflowCallback and the Kubeflow SDK."""
+"""The pods' timeout: the helper's `HttpSender` (5 s), Transformers' KubeflowCallback (`urlopen(...,
+timeout=5)`) and the Kubeflow SDK's `update_trainjob_status` (`session.post(..., timeout=5)`). Theirs bound
+each socket operation, the connect and each read; a report answered within 5 s in all is within them."""
 NAMESPACE = "load"
 JOB_LABEL = "training.kubeflow.org/job-name"
 WRITES = "kubetrain_progress_status_writes_total"
@@ -138,6 +142,25 @@ def token(plane: ControlPlane, pod: dict[str, Any]) -> str:
     return str(answer["status"]["token"])
 
 
+def pod_address(index: int) -> str:
+    """The loopback address pod `index` connects from: one of its own in 127/8 (Linux routes all of it to
+    `lo`), as every real pod has, so the endpoint's per-address cap sees one connection per pod."""
+    return f"127.1.{index // 250}.{index % 250 + 1}"
+
+
+class PodSender(HttpSender):
+    """The pods' own `HttpSender`, its connections opened from the pod's address."""
+
+    def __init__(self, url: str, *, source: str, ca_cert: str, token_path: str) -> None:
+        super().__init__(url, ca_cert=ca_cert, token_path=token_path, timeout=TIMEOUT)
+        self._source = source
+
+    def _open(self) -> http.client.HTTPConnection:
+        connection = super()._open()  # not connected yet: `request` connects, from `source_address`
+        connection.source_address = (self._source, 0)
+        return connection
+
+
 class Reporters:
     """One pod per job, reporting as a training pod does: the helper's `Reporter` and `HttpSender` (one
     kept connection, `Retry-After` honoured), given a new report every `every` seconds."""
@@ -151,12 +174,13 @@ class Reporters:
         self.first: dict[str, tuple[int, float]] = {}
         """Each pod's first report: the answer's status (0: none) and its latency."""
         self.senders = {
-            name: HttpSender(
+            name: PodSender(
                 f"{url}/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs/{name}/status",
+                source=pod_address(index),
                 ca_cert=str(ca_path),
                 token_path=str(path),
             )
-            for name, path in token_paths.items()
+            for index, (name, path) in enumerate(token_paths.items())
         }
 
     def _timed(self, name: str, sender: HttpSender) -> Callable[[bytes], float | None]:
