@@ -28,7 +28,7 @@ def main() -> None:
         output_dir=sys.argv[1] if len(sys.argv) > 1 else "out",
         max_steps=int(os.environ.get("STEPS", "12")),
         per_device_train_batch_size=4,
-        logging_steps=2,
+        logging_steps=int(os.environ.get("LOGGING_STEPS", "2")),
         save_strategy="no",
         use_cpu=True,
         disable_tqdm=True,

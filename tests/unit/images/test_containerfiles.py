@@ -73,3 +73,23 @@ def test_mpi_images_serve_ssh_where_the_mpi_examples_mount_the_key() -> None:
     for name in ("trainer-mpi", "trainer-horovod", "trainer-mpich", "trainer-intelmpi"):
         text = (IMAGES / name / "Containerfile").read_text()
         assert "setup-sshd.sh mpiuser" in text and 'CMD ["/usr/sbin/sshd", "-De"]' in text, name
+
+
+def test_trainer_pytorch_carries_the_progress_clients_at_the_versions_the_other_tiers_test() -> None:
+    """The node tier runs Transformers and the Kubeflow SDK from this image; the runtime and integration
+    tiers run them from pyproject's `transformers` extra and the SDK's venv: one version of each, everywhere.
+    """
+    args = dict(
+        re.findall(r"^ARG ([A-Z_]+)=(\S+)$", (IMAGES / "trainer-pytorch" / "Containerfile").read_text(), re.M)
+    )
+    extra = re.search(
+        r'^transformers = \["transformers\[torch\]==([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M
+    )
+    assert extra and args["TRANSFORMERS_VERSION"] == extra.group(1)
+    sdk = dict(
+        re.findall(
+            r"^([a-z-]+)==(\S+)$", (ROOT / "tools" / "kubeflow-sdk" / "requirements.txt").read_text(), re.M
+        )
+    )
+    assert args["KUBEFLOW_VERSION"] == sdk["kubeflow"]
+    assert args["KUBERNETES_VERSION"] == sdk["kubernetes"]
