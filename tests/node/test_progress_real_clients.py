@@ -23,10 +23,9 @@ pytestmark = pytest.mark.node
 
 CLIENTS = Path(__file__).resolve().parents[1] / "progress_clients"
 MOUNT = "/clients"
-STEPS = 3000
-"""About 25 s of training at the 120 steps a second the tiny model makes on a loaded 2-core machine: past
-two of the operator's status writes (one per job per 10 s), so that `kubectl get` shows progress while the
-Trainer runs, with room for a machine twice as fast."""
+STEPS, STEP_SECONDS = 300, 0.08
+"""At least 24 s of training on any machine (the script sleeps out each step to 0.08 s): past two of the
+operator's status writes (one per job per 10 s), so that `kubectl get` shows progress while it trains."""
 MIDWAY = 15.0
 """Seconds the SDK's script waits after its 50 % report: past the operator's next status write."""
 Obj = dict[str, Any]
@@ -94,7 +93,11 @@ def test_a_transformers_trainer_fills_the_trainer_status(
     node_plane: NodePlane, namespace_on_node: str, trainer_images: Callable[..., None]
 ) -> None:
     trainer_images("pytorch")
-    job = client_job("hf", [f"{MOUNT}/hf_trainer.py", "/out"], {"STEPS": str(STEPS), "LOGGING_STEPS": "100"})
+    job = client_job(
+        "hf",
+        [f"{MOUNT}/hf_trainer.py", "/out"],
+        {"STEPS": str(STEPS), "STEP_SECONDS": str(STEP_SECONDS), "LOGGING_STEPS": "10"},
+    )
     shown, log, trainer = run(node_plane, namespace_on_node, job)
     assert "hf-trainer: report_to=['kubeflow']" in log, log[-4000:]
     assert any(r.eta is not None and r.eta > 0 for r in shown), f"no ETA shown while it ran: {shown}"

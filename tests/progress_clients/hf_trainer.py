@@ -1,12 +1,16 @@
 """A tiny Transformers `Trainer` run: a 1-layer GPT-2 built from a config (nothing downloaded), a made-up
 dataset, `report_to` left at its default. No kubetrain import: progress reaches the operator only if
-Transformers' own KubeflowCallback finds Kubeflow Trainer's env. Prints `hf-trainer: done` at the end."""
+Transformers' own KubeflowCallback finds Kubeflow Trainer's env. Prints `hf-trainer: done` at the end.
+
+`STEP_SECONDS` (default 0) makes each step last at least that long, so that a test watching the progress
+mid-run sees it whatever the machine's speed."""
 
 import os
 import sys
+import time
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
 
 class Tokens(torch.utils.data.Dataset):  # type: ignore[type-arg]
@@ -19,6 +23,19 @@ class Tokens(torch.utils.data.Dataset):  # type: ignore[type-arg]
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         return {"input_ids": self.rows[index], "labels": self.rows[index]}
+
+
+class AtLeast(TrainerCallback):
+    """Sleeps after each step for what is left of `seconds` since the step began."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.began = seconds, time.monotonic()
+
+    def on_step_begin(self, *args: object, **kwargs: object) -> None:
+        self.began = time.monotonic()
+
+    def on_step_end(self, *args: object, **kwargs: object) -> None:
+        time.sleep(max(0.0, self.seconds - (time.monotonic() - self.began)))
 
 
 def main() -> None:
@@ -34,7 +51,9 @@ def main() -> None:
         disable_tqdm=True,
     )
     print(f"hf-trainer: report_to={args.report_to}", flush=True)
-    Trainer(model=GPT2LMHeadModel(config), args=args, train_dataset=Tokens(48)).train()
+    floor = float(os.environ.get("STEP_SECONDS", "0"))
+    callbacks = [AtLeast(floor)] if floor > 0 else []
+    Trainer(model=GPT2LMHeadModel(config), args=args, train_dataset=Tokens(48), callbacks=callbacks).train()
     print("hf-trainer: done", flush=True)
 
 
