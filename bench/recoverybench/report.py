@@ -1,0 +1,86 @@
+"""The table: one row per kind and mode over the runs, and the modes' ratio, each run beside its peer of
+the same round."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from recoverybench.cases import Mode
+from recoverybench.run import Run
+
+
+def _range(values: Sequence[float], fmt: str = "{:.1f}") -> str:
+    if not values:
+        return "-"
+    low, high = min(values), max(values)
+    return fmt.format(low) if fmt.format(low) == fmt.format(high) else f"{fmt.format(low)}-{fmt.format(high)}"
+
+
+def _seconds(runs: Sequence[Run], limit: float) -> str:
+    done = [r.seconds for r in runs if r.seconds is not None]
+    missing = len(runs) - len(done)
+    text = _range(done) + " s" if done else ""
+    if missing:
+        text += f"{'; ' if text else ''}{missing} of {len(runs)} not within {limit:.0f} s"
+    return text
+
+
+def _set(values: Sequence[object]) -> str:
+    distinct = sorted({"-" if v is None else str(v) for v in values})
+    return "/".join(distinct)
+
+
+def how(run: Run) -> str:
+    """How the gang came back: the pods kept (in place) or made again."""
+    if run.mode is Mode.ON_FAILURE:
+        return "kubelet restarts each container"
+    return "in place" if run.pods_replaced == 0 else f"pods recreated ({run.pods_replaced}/{run.pods})"
+
+
+def table(rounds: Sequence[Sequence[Run]], limit: float) -> str:
+    """Markdown: kind x mode rows, then the ratio RestartGang / OnFailure per kind."""
+    runs = [r for round_ in rounds for r in round_]
+    kinds = list(dict.fromkeys(r.kind for r in runs))
+    lines = [
+        "| kind | mode | how | every rank training again after the kill | pods replaced | gang restarts "
+        "(ledger) | replicaStatuses restarts | container restarts | runs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in kinds:
+        for mode in Mode:
+            mine = [r for r in runs if r.kind == kind and r.mode is mode]
+            if not mine:
+                continue
+            cells = [
+                kind, mode.value, _set([how(r) for r in mine]), _seconds(mine, limit),
+                _set([f"{r.pods_replaced}/{r.pods}" for r in mine]), _set([r.gang_restarts for r in mine]),
+                _set([r.replica_restarts for r in mine]), _set([r.container_restarts for r in mine]),
+                str(len(mine)),
+            ]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", *ratios(rounds, kinds)]
+    return "\n".join(lines)
+
+
+def ratios(rounds: Sequence[Sequence[Run]], kinds: Sequence[str]) -> list[str]:
+    out = []
+    for kind in kinds:
+        values = []
+        for round_ in rounds:
+            pair = {r.mode: r.seconds for r in round_ if r.kind == kind}
+            gang, each = pair.get(Mode.RESTART_GANG), pair.get(Mode.ON_FAILURE)
+            if gang is not None and each:
+                values.append(gang / each)
+        if values:
+            spread = _range(values, "{:.2f}")
+            out.append(f"- {kind}: RestartGang / OnFailure time {spread}x over {len(values)} rounds")
+    return out
+
+
+def run_line(run: Run) -> str:
+    seconds = "not recovered" if run.seconds is None else f"{run.seconds:.1f} s"
+    return (
+        f"  {run.kind} {run.mode.value}: {seconds}; {how(run)}; gang restarts {run.gang_restarts}; "
+        f"replicaStatuses restarts {run.replica_restarts}; container restarts {run.container_restarts}"
+        + (f"; Restarting: {run.restarting}" if run.restarting else "")
+    )
