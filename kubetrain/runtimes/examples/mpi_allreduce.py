@@ -24,6 +24,7 @@ from kubetrain.runtimes.examples.common import (
     Ints,
     Stopwatch,
     TrainArgs,
+    TrainSignal,
     held_out_scores,
     limit_threads,
     load_digits,
@@ -85,15 +86,18 @@ def train(comm: Any, args: TrainArgs, data: Digits) -> Mlp:
         comm.Bcast(p, root=0)
     idx = shard(len(data.x_train), rank, size)
     x, y = data.x_train[idx], data.y_train[idx]
+    signal = TrainSignal(rank)
+    starts = range(0, len(x), args.batch_size)
     for epoch in range(args.epochs):
         maybe_fail(args, epoch, rank)
         order = np.random.default_rng(args.seed * 1000 + epoch).permutation(len(x))
-        for start in range(0, len(x), args.batch_size):
+        for i, start in enumerate(starts):
             batch = order[start : start + args.batch_size]
             local = model.gradients(x[batch], y[batch])
             flat = np.concatenate([g.ravel() for g in local]).astype(np.float32)
             mean = kt_mpi.allreduce_mean(comm, flat)
             model.step(_unflatten(mean, model.params), args.lr)
+            signal.stepped(epoch, epoch * len(starts) + i + 1)
         if rank == 0:
             report_epoch(rank, epoch, args.epochs, **held_out_scores(model.logits(data.x_test), data))
     return model

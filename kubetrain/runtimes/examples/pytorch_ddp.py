@@ -23,6 +23,7 @@ from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,
     TrainArgs,
+    TrainSignal,
     load_digits,
     maybe_fail,
     parse_args,
@@ -66,15 +67,18 @@ def train(
     y = torch.from_numpy(data.y_train[idx]).to(ctx.device)
     device_ids = [ctx.local_rank] if ctx.backend is kt_torch.Backend.NCCL else None
     ddp = DistributedDataParallel(state.model, device_ids=device_ids)
+    signal = TrainSignal(ctx.rank)
+    starts = range(0, len(x), args.batch_size)
     for epoch in range(state.next_epoch, args.epochs):
         maybe_fail(args, epoch, ctx.rank)
         order = torch.randperm(len(x), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
-        for start in range(0, len(x), args.batch_size):
+        for i, start in enumerate(starts):
             batch = order[start : start + args.batch_size].to(ctx.device)
             state.optimizer.zero_grad()
             loss: Any = F.cross_entropy(ddp(x[batch]), y[batch])
             loss.backward()  # DDP all-reduces the gradients here, bucket by bucket
             state.optimizer.step()
+            signal.stepped(epoch, epoch * len(starts) + i + 1)
         state.next_epoch = epoch + 1
         accuracy = evaluate(state.model, data, ctx.device) if ctx.rank == 0 else 0.0
         report_epoch(ctx.rank, epoch, args.epochs, loss=float(loss.item()), accuracy=accuracy)

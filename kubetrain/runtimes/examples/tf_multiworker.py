@@ -25,6 +25,7 @@ from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,
     TrainArgs,
+    TrainSignal,
     load_digits,
     maybe_fail,
     parse_args,
@@ -87,6 +88,21 @@ class FailureDrill(_Callback):  # type: ignore[misc]
         maybe_fail(self._args, epoch, self._rank)
 
 
+class SignalTraining(_Callback):  # type: ignore[misc]
+    """Every worker's `kubetrain-train` line, after the first step of each epoch."""
+
+    def __init__(self, rank: int, steps_per_epoch: int) -> None:
+        super().__init__()
+        self._signal, self._steps = TrainSignal(rank), steps_per_epoch
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        self._signal.stepped(self._epoch, self._epoch * self._steps + batch + 1)
+
+
 class ReportProgress(_Callback):  # type: ignore[misc]
     """Rank 0 reports each epoch's progress, training loss and accuracy."""
 
@@ -113,7 +129,7 @@ def train(args: TrainArgs, config: TFConfig | None, clock: Stopwatch) -> None:
         epochs=args.epochs,
         steps_per_epoch=steps,
         verbose=0,
-        callbacks=[FailureDrill(args, rank), ReportProgress(args, rank)],
+        callbacks=[FailureDrill(args, rank), SignalTraining(rank, steps), ReportProgress(args, rank)],
     )
     if args.checkpoint_dir is not None and (config is None or config.is_chief):
         _save_final(model, Path(args.checkpoint_dir))
