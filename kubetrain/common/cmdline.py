@@ -10,6 +10,7 @@
     --metrics-secure=true|false  --metrics-cert-path DIR   HTTPS with each scrape checked (default true)
     --log-format json|text  --log-level LEVEL
     --kueue-integration auto|none|KIND[,KIND...]  --kueue-config NAMESPACE/NAME   (docs/ecosystem.md)
+    --gang-restart auto|in-place|recreate     how gang restarts restart pods (docs/failure-policy.md)
 
 The flag names are controller-runtime's, so a Deployment written for a kubebuilder operator reads the
 same. `kubetrain operator` is built on the same declarations (`add_operator_flags`, its own defaults in a
@@ -29,6 +30,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, final
 
 from kubetrain.common.flagvalues import BoolFlag, FlagError, leader_election, parse_address, parse_namespaces
+from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.kueue.integration import AUTO, DEFAULT_KUEUE_CONFIG, check_config_name, parse_setting
 from kubetrain.common.logformat import LogFormat, configure_logging
 
@@ -59,6 +61,7 @@ class Section(StrEnum):
     ENDPOINTS = "endpoints"
     LOGGING = "logging"
     KUEUE = "kueue"
+    FAILURES = "failures"
 
 
 @final
@@ -262,6 +265,16 @@ def add_operator_flags(
         metavar="NAMESPACE/NAME",
         help="Kueue's ConfigMap, read by --kueue-integration=auto (default: %(default)s)",
     )
+    add(
+        Section.FAILURES,
+        "--gang-restart",
+        choices=[str(m) for m in GangRestartMode],
+        default=str(GangRestartMode.AUTO),
+        help="how a failure policy's gang restart restarts the pods of a new job: in-place (the kubelet "
+        "restarts their containers: same pods, no rescheduling; needs kubelets of Kubernetes 1.36), recreate "
+        "(new pods), or auto (default): in place when a Ready node declares "
+        "RestartAllContainersOnContainerExits",
+    )
     return parser
 
 
@@ -290,4 +303,5 @@ def config_from_args(
         workers=args.workers,
         kueue_integration=args.kueue_integration,
         kueue_config=args.kueue_config,
+        gang_restart=GangRestartMode(args.gang_restart),
     )

@@ -38,6 +38,7 @@ from kubetrain import __version__
 from kubetrain.common import eventloop
 from kubetrain.common.errors import KubetrainError
 from kubetrain.common.events import EventRecorder, KubeEventRecorder
+from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.job import JobController, add_job_controller
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.common.kueue import AUTO, DEFAULT_KUEUE_CONFIG, KueueIntegration, parse_setting
@@ -113,6 +114,8 @@ class OperatorConfig:
     """`--kueue-integration`: `auto`, `none`, or a comma list of kinds (`kubetrain.common.kueue`)."""
     kueue_config: str = DEFAULT_KUEUE_CONFIG
     """`--kueue-config`: Kueue's ConfigMap, NAMESPACE/NAME, read by `auto`."""
+    gang_restart: GangRestartMode = GangRestartMode.AUTO
+    """`--gang-restart`: how new jobs' gangs restart, in place or by new pods (`kubetrain.common.job`)."""
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,7 @@ class Operator:
             child_event_delay=config.child_event_delay,
             progress=self.progress.injection if self.progress else None,
             kueue=self.kueue,
+            gang_restart=config.gang_restart,
         )
 
     def _progress(self, clients: Clients, manager: Manager) -> ProgressService | None:

@@ -104,6 +104,7 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
         Section.SCOPE: group("what the operator serves"),
     }
     jobs = group("how jobs are run")
+    sections[Section.FAILURES] = jobs
     sections[Section.ELECTION] = group("leader election (one active replica at a time)")
     sections[Section.ENDPOINTS] = group("health and metrics endpoints")
     sections[Section.LOGGING] = group("logging and shutdown")

@@ -134,6 +134,7 @@ class _BuiltinOperator(Operator):
             sync_patience=_TRANSIENT_PATIENCE,
             kueue_integration=options.kueue_integration,
             kueue_config=options.kueue_config,
+            gang_restart=options.gang_restart,
         )
         super().__init__(list(controllers.values()), config)
         self.options = options
@@ -164,6 +165,7 @@ class _BuiltinOperator(Operator):
             child_event_delay=options.child_event_delay,
             progress=self.progress.injection if self.progress else None,
             kueue=self.kueue,
+            gang_restart=options.gang_restart,
         )
 
 

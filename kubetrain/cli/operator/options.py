@@ -30,6 +30,7 @@ from kubetrain.common.flagvalues import (
     parse_namespaces,
     split_list,
 )
+from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.kueue.integration import AUTO, DEFAULT_KUEUE_CONFIG, check_config_name, parse_setting
 from kubetrain.common.logformat import LogFormat
 from kubetrain.controllers.registry import CONTROLLERS, UnknownKind, resolve_kinds
@@ -134,6 +135,7 @@ class OperatorOptions:
     """None: no endpoint, and pods get no reporting env."""
     kueue_integration: str = AUTO
     kueue_config: str = DEFAULT_KUEUE_CONFIG
+    gang_restart: GangRestartMode = GangRestartMode.AUTO
 
 
 def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | None = None) -> OperatorOptions:
@@ -173,6 +175,7 @@ def options_from_args(args: argparse.Namespace, *, environ: dict[str, str] | Non
         progress=_progress(args, env),
         kueue_integration=_kueue(args),
         kueue_config=args.kueue_config,
+        gang_restart=GangRestartMode(args.gang_restart),
     )
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kubetrain.common.job.gang import GangScheduling
     from kubetrain.common.job.ledger import Unwritten
     from kubetrain.common.job.queueing import Queueing
+    from kubetrain.common.job.restartmode import GangRestartChooser
     from kubetrain.common.job.services import ServiceMode
     from kubetrain.common.job.verdict import Verdict
     from kubetrain.common.kube.client import ApiClient
@@ -85,6 +86,8 @@ class JobContract(Protocol[JobT]):
 
     def gang_members(self, job: JobT, rtype: str) -> int: ...
 
+    def restarts_with_gang(self, job: JobT, rtype: str) -> bool: ...
+
     def extra_objects(self, job: JobT, observed: Observed) -> Sequence[ExtraObject]: ...
 
     # services the template wires -------------------------------------------------------------------------
@@ -119,6 +122,10 @@ class JobContract(Protocol[JobT]):
     @property
     def queueing(self) -> Queueing | None:
         """The Kueue integration, when it manages this kind; None: queue labels change nothing here."""
+
+    @property
+    def gang_restart(self) -> GangRestartChooser:
+        """How a new job's gang restarts: in place or by recreating its pods (`--gang-restart`)."""
 
     @property
     def fence(self) -> WriteFence: ...

@@ -33,6 +33,7 @@ from kubetrain.common.clock import Clock
 from kubetrain.common.errors import ApiError, Conflict, TerminalError
 from kubetrain.common.events import EventRecorder
 from kubetrain.common.expectations import DEFAULT_EXPECTATIONS_TTL, Expectations
+from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.job.crash import ErrorBudget, failing_hook
 from kubetrain.common.job.extras import ExtraObject
 from kubetrain.common.job.facts import Observed
@@ -45,6 +46,7 @@ from kubetrain.common.job.limits import oversized
 from kubetrain.common.job.parsed import ParsedJobs
 from kubetrain.common.job.policy import DEFAULT_TERMINATING_TIMEOUT
 from kubetrain.common.job.queueing import Queueing, admission, after_run, finished, hold
+from kubetrain.common.job.restartmode import GangRestartChooser
 from kubetrain.common.job.services import SERVICE_MODE_ANNOTATION, ServiceMode, replica_address
 from kubetrain.common.job.sync import JobSync, reject
 from kubetrain.common.job.verdict import Verdict, default_verdict
@@ -98,11 +100,13 @@ class JobController(Generic[JobT]):
         service_mode: ServiceMode | None = None,
         progress: ProgressInjection | None = None,
         kueue: KueueIntegration | None = None,
+        gang_restart: GangRestartMode = GangRestartMode.AUTO,
     ) -> None:
         """`cache` holds an informer store for each of `resources()`; `gang` enables gang scheduling;
         `service_mode` picks how pods get DNS names, among the kind's `service_modes` (else its first);
         `progress` gives new pods the env and volume to report training progress to the operator; `kueue`
-        admits the queued jobs of the kinds it manages through Kueue (`kubetrain.common.job.queueing`)."""
+        admits the queued jobs of the kinds it manages through Kueue (`kubetrain.common.job.queueing`);
+        `gang_restart` says how the gangs of new jobs with a failure policy restart (`restartmode`)."""
         missing = [str(r) for r in self.resources_for(gang, kueue) if r not in cache]
         if missing:
             raise ValueError(f"{type(self).__name__} needs cached stores of: {', '.join(missing)}")
@@ -119,6 +123,7 @@ class JobController(Generic[JobT]):
         self.queueing = (
             Queueing(kueue, api=api, clock=clock) if kueue is not None and kueue.manages(self.kind) else None
         )
+        self.gang_restart = GangRestartChooser(gang_restart, api, clock)
         self.fence = WriteFence()
         self.unwritten = Unwritten()
         self.parsed: ParsedJobs[JobT] = ParsedJobs(cast("type[JobT]", self.kind.model), clock)
@@ -219,6 +224,11 @@ class JobController(Generic[JobT]):
         together. A type whose pods are created only once others run (an MPI launcher waiting for Ready
         workers) must count 0, or the gang never forms. Default: every replica."""
         return job.replica_specs[rtype].replicas or 0
+
+    def restarts_with_gang(self, job: JobT, rtype: str) -> bool:
+        """Whether the pods of `rtype` must restart when the gang restarts in place: an in-place gang
+        restart waits for them (`kubetrain.common.job.gangcascade`). Default: every type."""
+        return True
 
     def extra_objects(self, job: JobT, observed: Observed) -> Sequence[ExtraObject]:
         """Other objects the job needs while running or suspended (of `extra_resources`). Default: none."""

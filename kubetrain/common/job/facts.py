@@ -65,6 +65,9 @@ class PodFacts:
     """Why the main container terminated (`OOMKilled`, `Error`), when it has."""
     last_exit: tuple[int | None, str] | None = None
     """Exit code and reason of the main container's previous run (`lastState`), once it restarted."""
+    restarted_all: bool = False
+    """That previous run's exit matched a `RestartAllContainers` rule of the main container: the kubelet
+    restarted every container of the pod in place (`kubetrain.common.job.inplace`)."""
 
     @property
     def deleting(self) -> bool:
@@ -90,7 +93,8 @@ class PodFacts:
             deletion=_TIME.validate_python(deletion) if deletion else None,
             disrupted=_condition(status, "DisruptionTarget"),
             exit_reason=str((_terminated(pod, main_container, "state") or {}).get("reason") or ""),
-            last_exit=_ended(_terminated(pod, main_container, "lastState")),
+            last_exit=(last := _ended(_terminated(pod, main_container, "lastState"))),
+            restarted_all=last is not None and _restarts_all(pod, main_container, last[0]),
         )
 
 
@@ -166,11 +170,26 @@ def _exit_code(pod: Mapping[str, Any], main_container: str | None) -> int | None
     return None
 
 
+def _main(pod: Mapping[str, Any], main_container: str | None) -> Mapping[str, Any] | None:
+    """The main container's spec: the named one, else the first."""
+    containers = (pod.get("spec") or {}).get("containers") or ()
+    named = [c for c in containers if c.get("name") == main_container]
+    return named[0] if named else (containers[0] if containers else None)
+
+
+def _restarts_all(pod: Mapping[str, Any], main_container: str | None, code: int | None) -> bool:
+    """Whether the kubelet's first matching restart rule of the main container for `code` is
+    `RestartAllContainers` (the kubelet takes the first rule that matches, as here)."""
+    for rule in (_main(pod, main_container) or {}).get("restartPolicyRules") or ():
+        codes = rule.get("exitCodes") or {}
+        if (code in (codes.get("values") or ())) == (codes.get("operator") == "In"):
+            return bool(rule.get("action") == "RestartAllContainers")
+    return False
+
+
 def _terminated(pod: Mapping[str, Any], main_container: str | None, which: str) -> Mapping[str, Any] | None:
     """`state.terminated` (or `lastState.terminated`) of the main container: the named one, else the first."""
-    containers = (pod.get("spec") or {}).get("containers") or ()
-    names = [str(c.get("name", "")) for c in containers]
-    target = main_container if main_container in names else (names[0] if names else None)
+    target = (_main(pod, main_container) or {}).get("name")
     for state in (pod.get("status") or {}).get("containerStatuses") or ():
         if state.get("name") == target:
             terminated: Mapping[str, Any] | None = (state.get(which) or {}).get("terminated")

@@ -48,12 +48,23 @@ def new_failures(pods: Mapping[str, Iterable[PodFacts]], state: GangState) -> li
     return found
 
 
+def _count(pod: PodFacts) -> int:
+    """The failures of `pod` so far: its container restarts, plus one if it failed or is lost."""
+    return pod.restarts + (1 if _ended(pod) else 0)
+
+
+def _lost(pod: PodFacts) -> bool:
+    return pod.deleting and pod.phase in (PodPhase.RUNNING, PodPhase.UNKNOWN)
+
+
+def _ended(pod: PodFacts) -> bool:
+    return pod.phase is PodPhase.FAILED or _lost(pod) or pod.reason == FailureReason.NODE_LOST
+
+
 def _failure(rtype: str, pod: PodFacts, state: GangState) -> RankFailure | None:
     if pod.uid in state.draining:
         return None
-    lost = pod.deleting and pod.phase in (PodPhase.RUNNING, PodPhase.UNKNOWN)
-    ended = pod.phase is PodPhase.FAILED or lost or pod.reason == FailureReason.NODE_LOST
-    total = pod.restarts + (1 if ended else 0)
+    lost, ended, total = _lost(pod), _ended(pod), _count(pod)
     if total <= state.seen.get(pod.uid, 0):
         return None
     if ended:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, final
 
-from kubetrain.api import ConditionStatus, JobConditionType
+from kubetrain.api import ConditionStatus, JobConditionType, RestartPolicy
 from kubetrain.common.events import EventType
 from kubetrain.common.job.facts import PodFacts
 from kubetrain.common.job.failurepolicy import (
@@ -39,6 +39,7 @@ from kubetrain.common.job.failurepolicy import (
     read_policy,
     rule_for,
 )
+from kubetrain.common.job.gangcascade import InPlaceGang
 from kubetrain.common.job.gangfailures import RankFailure, new_failures, stall_due
 from kubetrain.common.job.gangstate import GangState
 from kubetrain.common.job.policy import ReplicaPlan
@@ -57,10 +58,12 @@ _CONTINUE_AFTER_DRAIN = 5.0
 @final
 @dataclass(frozen=True, slots=True)
 class GangOutcome:
-    """`result`: the reconcile ends here with it; `failed`: the policy failed the job (stop the pods)."""
+    """`result`: the reconcile ends here with it; `failed`: the policy failed the job (stop the pods);
+    `restarting`: an in-place gang restart is still open (Restarting stays, Running waits)."""
 
     result: Result | None = None
     failed: bool = False
+    restarting: bool = False
 
 
 class GangStep:
@@ -69,25 +72,32 @@ class GangStep:
     def __init__(self, sync: JobSync[Any]) -> None:
         self.sync = sync
         self.policy: FailurePolicy | None = read_policy(sync.job.metadata.annotations)
+        self.in_place = InPlaceGang(self)
 
     async def act(self, plans: dict[str, ReplicaPlan]) -> GangOutcome:
         if self.policy is None:
             return GangOutcome()
+        await self.in_place.decide()
         if self.sync.ledger.gang.draining:
             return await self._drain()
         failures = new_failures(self.sync.view.pods, self.sync.ledger.gang)
         if (stall := self._stall()) is not None:
             failures.append(stall)
+        if self.sync.ledger.gang.cascading:
+            failures = await self.in_place.absorb(failures)
         for i, found in enumerate(failures):
-            action = self._action(self.policy, found.failure)
-            self._told(found.failure, action)
+            action = self.action(found)
+            self.told(found.failure, action)
             if action is Action.IGNORE and found.failure.container_restart:
                 continue
             if action is not None:
                 await self._remember(failures[:i])
-                return await self._act(self.policy, action, found)
+                return await self._act(self.policy, action, found, failures[i + 1 :])
         await self._remember(failures)
-        return GangOutcome()
+        if not self.sync.ledger.gang.cascading:
+            return GangOutcome()
+        result = await self.in_place.settle()
+        return GangOutcome(result, restarting=self.sync.ledger.gang.cascading)
 
     def into_status(self, builder: StatusBuilder) -> None:
         """`replicaStatuses[type].restarts` from the ledger, for a job with a policy (else left unset)."""
@@ -99,30 +109,39 @@ class GangStep:
 
     def sooner(self, result: Result) -> Result:
         """`result`, due no later than the moment the gang would count as stalled."""
-        due = self._stall_due()
+        dues = [d for d in (self._stall_due(), self.in_place.due()) if d is not None]
+        due = min(dues, default=None)
         if due is None or (result.requeue_after is not None and result.requeue_after <= due):
             return result
         return Result(requeue_after=max(due, 0.0))
 
     # judging -------------------------------------------------------------------------------------------
-    @staticmethod
-    def _action(policy: FailurePolicy, failure: Failure) -> Action | None:
+    def action(self, found: RankFailure) -> Action | None:
         """The matching rule's action; a stall no rule matches restarts the gang (why one sets a deadline)."""
-        matched = rule_for(policy, failure)
+        assert self.policy is not None
+        matched = rule_for(self.policy, found.failure)
         if matched is not None:
             return matched[1].action
-        return Action.RESTART_GANG if failure.reason == FailureReason.PROGRESS_STALLED else None
+        return Action.RESTART_GANG if found.failure.reason == FailureReason.PROGRESS_STALLED else None
 
-    async def _act(self, policy: FailurePolicy, action: Action, found: RankFailure) -> GangOutcome:
+    def charged(self, rtype: str) -> bool:
+        """Whether backoffLimit counts the kubelet restarts of `rtype`'s pods (not under `Never`)."""
+        spec = self.sync.job.replica_specs.get(rtype)
+        policy = spec.restart_policy if spec is not None else None
+        return policy not in (None, RestartPolicy.NEVER, RestartPolicy.EXIT_CODE)
+
+    async def _act(
+        self, policy: FailurePolicy, action: Action, found: RankFailure, rest: list[RankFailure]
+    ) -> GangOutcome:
         if action is Action.RESTART_GANG:
-            return await self._restart_gang(policy, found)
+            return await self._restart_gang(policy, found, rest)
         if action is Action.FAIL_JOB:
             matched = rule_for(policy, found.failure)
             where = f"failure policy rule {matched[0] if matched else '?'} (FailJob)"
             return await self._fail(found, where, "FailedByPolicy")
         if found.failure.pod:
             return await self._replace_ignored(found)
-        await self._write(self.sync.ledger.gang.restarted_at(int(self.sync.now.timestamp())))
+        await self.write(self.sync.ledger.gang.restarted_at(int(self.sync.now.timestamp())))
         return GangOutcome()  # an ignored stall: the deadline counts again from now
 
     def _stall(self) -> RankFailure | None:
@@ -146,7 +165,9 @@ class GangStep:
         )
 
     # acting --------------------------------------------------------------------------------------------
-    async def _restart_gang(self, policy: FailurePolicy, found: RankFailure) -> GangOutcome:
+    async def _restart_gang(
+        self, policy: FailurePolicy, found: RankFailure, rest: list[RankFailure]
+    ) -> GangOutcome:
         sync, state = self.sync, self.sync.ledger.gang
         what = found.failure.describe() if found.failure.pod else "training made no progress"
         if state.restarts >= policy.max_gang_restarts:
@@ -154,6 +175,10 @@ class GangStep:
             return await self._fail(
                 found, f"{message} is {policy.max_gang_restarts}", "GangRestartLimitExceeded"
             )
+        if self.in_place.applies(found):
+            result = await self.in_place.restart(found, rest)
+            await self._announce(policy, found.failure, f"{what}; all pods restart in place")
+            return GangOutcome(result)
         pods = sync.view.all_pods()
         carried = sum(p.restarts for p in pods)  # kubelet restarts of the deleted pods stay charged ...
         ignored = 1 if found.failure.container_restart else 0  # ... except the one this restart answers
@@ -162,8 +187,14 @@ class GangStep:
         new_state = state.ignoring(ignored).gang_restart((p.uid for p in pods), int(sync.now.timestamp()))
         ledger = sync.ledger.for_gang_restart(new_state).with_restarts(carried)
         await sync._write_ledger_value(ledger)
-        number = new_state.restarts
-        message = f"gang restart {number} of {policy.max_gang_restarts}: {what}; recreating all pods"
+        await self._announce(policy, found.failure, f"{what}; recreating all pods")
+        await sync._delete_pods(pods)
+        return GangOutcome(Result(requeue_after=sync.view.terminating_recheck(pods, sync.now)))
+
+    async def _announce(self, policy: FailurePolicy, failure: Failure, what: str) -> None:
+        """Restarting=True (`<Kind>GangRestart`, which also makes its Event) and the gang-restart metric."""
+        sync = self.sync
+        message = f"gang restart {sync.ledger.gang.restarts} of {policy.max_gang_restarts}: {what}"
         sync.builder.set(
             JobConditionType.RESTARTING,
             ConditionStatus.TRUE,
@@ -171,9 +202,7 @@ class GangStep:
             message,
         )
         await sync.report.write(sync.builder)
-        self._count("gang_restarts", found.failure.reason or "Error")
-        await sync._delete_pods(pods)
-        return GangOutcome(Result(requeue_after=sync.view.terminating_recheck(pods, sync.now)))
+        self._count("gang_restarts", failure.reason or "Error")
 
     async def _drain(self) -> GangOutcome:
         """A gang restart waits until every pod it deleted is gone, then the template recreates them."""
@@ -217,9 +246,9 @@ class GangStep:
             state = state.judged(found.pod.uid, found.total, found.failure.replica_type)
             if self._ignored(found):
                 state = state.ignoring(1)
-        await self._write(state)
+        await self.write(state)
 
-    async def _write(self, state: GangState) -> None:
+    async def write(self, state: GangState) -> None:
         await self.sync._write_ledger_value(self.sync.ledger.with_gang(state))
 
     def _ignored(self, found: RankFailure) -> bool:
@@ -228,18 +257,21 @@ class GangStep:
         return found.failure.container_restart and matched is not None and matched[1].action is Action.IGNORE
 
     # telling -------------------------------------------------------------------------------------------
-    def _told(self, failure: Failure, action: Action | None) -> None:
+    def told(self, failure: Failure, action: Action | None, more: str = "") -> None:
         """An Event and the rank-restart metric for every failure judged."""
-        sync = self.sync
         then = (
             f"; failure policy: {action.value}" if action is not None else "; no failure policy rule matched"
         )
         text = (
             failure.describe() if failure.pod else "training made no progress within progressDeadlineSeconds"
         ) + then
-        sync.ctl.recorder.record(sync.raw, EventType.WARNING, "RankFailed", text)
+        self.event("RankFailed", text + more)
         if failure.pod:
             self._count("rank_restarts", failure.reason or "Error", failure.replica_type)
+
+    def event(self, why: str, message: str) -> None:
+        """A Warning Event on the job."""
+        self.sync.ctl.recorder.record(self.sync.raw, EventType.WARNING, why, message)
 
     def _count(self, counter: str, *labels: str) -> None:
         metrics = self.sync.ctl.metrics

@@ -13,8 +13,12 @@ Stored under the ledger's `gang` key (`kubetrain.common.job.ledger`), only once 
 - `draining`: the UIDs of the pods a gang restart deleted; the gang is recreated once all are gone;
 - `ranks`: per replica type, the rank failures judged (containers restarted in place, pods failed or
   lost): `status.replicaStatuses[type].restarts`;
-- `since`: when the last gang restart recreated the pods, or an ignored stall was let be (Unix seconds):
-  the progress deadline counts from there too.
+- `since`: when the last gang restart began in place, or recreated the pods, or an ignored stall was let
+  be (Unix seconds): the progress deadline counts from there too;
+- `mode`: how this job's gang restarts (`in-place` or `recreate`, `kubetrain.common.job.inplace`), decided
+  when its pods are first made and kept for its life;
+- `waiting`, `until`: an in-place gang restart still open (`kubetrain.common.job.gangcascade`): the pods
+  of its peers that have not restarted yet, and when (Unix seconds) those left are recreated instead.
 """
 
 from __future__ import annotations
@@ -40,13 +44,21 @@ class GangState:
     draining: frozenset[str] = frozenset()
     since: int | None = None
     ranks: Mapping[str, int] = field(default_factory=_empty)
+    mode: str | None = None
+    waiting: frozenset[str] = frozenset()
+    until: int | None = None
+
+    @property
+    def cascading(self) -> bool:
+        """An in-place gang restart is open: its peers' own restarts belong to it."""
+        return self.until is not None
 
     @classmethod
     def of(cls, data: Any) -> GangState:
         """Read the ledger's `gang` value; raises ValueError/TypeError/AttributeError when malformed."""
         if not data:
             return cls()
-        since = data.get("since")
+        since, until, mode = data.get("since"), data.get("until"), data.get("mode")
         return cls(
             restarts=max(int(data.get("restarts", 0)), 0),
             ignored=max(int(data.get("ignored", 0)), 0),
@@ -54,6 +66,9 @@ class GangState:
             draining=frozenset(str(u) for u in data.get("draining") or ()),
             since=int(since) if since is not None else None,
             ranks=MappingProxyType({str(k): int(v) for k, v in (data.get("ranks") or {}).items()}),
+            mode=str(mode) if mode is not None else None,
+            waiting=frozenset(str(u) for u in data.get("waiting") or ()),
+            until=int(until) if until is not None else None,
         )
 
     def wire(self) -> dict[str, Any] | None:
@@ -69,6 +84,12 @@ class GangState:
             data["since"] = self.since
         if self.ranks:
             data["ranks"] = dict(sorted(self.ranks.items()))
+        if self.mode is not None:
+            data["mode"] = self.mode
+        if self.waiting:
+            data["waiting"] = sorted(self.waiting)
+        if self.until is not None:
+            data["until"] = self.until
         return data
 
     def judged(self, uid: str, failures: int, rtype: str) -> GangState:
@@ -82,7 +103,15 @@ class GangState:
         return replace(self, seen=MappingProxyType({u: n for u, n in self.seen.items() if u in alive}))
 
     def gang_restart(self, uids: Iterable[str], now: int) -> GangState:
-        return replace(self, restarts=self.restarts + 1, draining=frozenset(uids), since=now, seen=_empty())
+        return replace(
+            self,
+            restarts=self.restarts + 1,
+            draining=frozenset(uids),
+            since=now,
+            seen=_empty(),
+            waiting=frozenset(),
+            until=None,
+        )
 
     def restarted_at(self, now: int) -> GangState:
         return replace(self, since=now)
@@ -92,3 +121,19 @@ class GangState:
 
     def ignoring(self, count: int) -> GangState:
         return replace(self, ignored=self.ignored + count)
+
+    def decided(self, mode: str) -> GangState:
+        return replace(self, mode=mode)
+
+    def in_place_restart(self, waiting: Iterable[str], now: int, until: int) -> GangState:
+        """One more gang restart, done in place: `waiting` are the peers that must still restart, by
+        `until`. What was judged stays judged: the pods are the same."""
+        return replace(self, restarts=self.restarts + 1, since=now, waiting=frozenset(waiting), until=until)
+
+    def restarted(self, uids: Iterable[str]) -> GangState:
+        """The peers `uids` have restarted (or are gone): none of them is waited for any more."""
+        return replace(self, waiting=self.waiting - frozenset(uids))
+
+    def closed(self) -> GangState:
+        """The in-place gang restart is over: later failures are new ones."""
+        return replace(self, waiting=frozenset(), until=None)

@@ -13,6 +13,8 @@ from kubetrain.api import RestartPolicy, TrainingJob
 from kubetrain.common.events import EventType
 from kubetrain.common.job import gang as gangs
 from kubetrain.common.job.children import ChildWriter
+from kubetrain.common.job.containers import main_container
+from kubetrain.common.job.inplace import with_restart_rule
 from kubetrain.common.job.labels import (
     job_labels,
     label_key,
@@ -48,6 +50,9 @@ class Renderer(Generic[JobT]):
         self._templates: dict[str, Obj] = {}  # each replica type's template, in wire form, read once
         self.placements: Mapping[str, Placement] = {}
         """Where Kueue's admission puts each replica type's pods (`kubetrain.common.job.queueing`)."""
+        self.restart_rules: Mapping[str, Obj] = {}
+        """Per replica type, the `RestartAllContainers` rule of its main container, for a job whose gang
+        restarts in place (`kubetrain.common.job.gangcascade`)."""
 
     def _template(self, rtype: str) -> Obj:
         if rtype not in self._templates:
@@ -79,6 +84,9 @@ class Renderer(Generic[JobT]):
             if other:
                 self._writer.event(EventType.WARNING, "SetPodTemplateSchedulerName", other)
         pod = self._ctl.configure_pod(job, rtype, index, pod)
+        main = main_container(pod, self._ctl.kind)
+        if rtype in self.restart_rules and main is not None:
+            pod = with_restart_rule(pod, main, dict(self.restart_rules[rtype]))
         injection = self._ctl.progress
         if injection is None or opted_out(job.metadata.annotations):
             return pod

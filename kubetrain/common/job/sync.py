@@ -97,7 +97,7 @@ class JobSync(Generic[JobT]):
         observed = self.view.observed(plans, self._created)
         stop = acted.failed or self._enforce_limits(plans)
         if not stop:
-            self._judge(self.ctl.verdict(self.job, observed), plans)
+            self._judge(self.ctl.verdict(self.job, observed), plans, hold=acted.restarting)
         if not self.finished:
             await self._write_ledger(plans)
             await self._converge(plans, observed)
@@ -156,8 +156,9 @@ class JobSync(Generic[JobT]):
             return b.deadline_exceeded()
         return False
 
-    def _judge(self, verdict: Verdict, plans: Plans) -> None:
-        """Conditions from the framework's verdict; Restarting (the template's) wins over Running."""
+    def _judge(self, verdict: Verdict, plans: Plans, *, hold: bool = False) -> None:
+        """Conditions from the framework's verdict; Restarting (the template's) wins over Running, and
+        `hold` keeps a gang restart's Restarting until it is over."""
         b = self.builder
         restarting = [rtype for rtype, plan in plans.items() if plan.counts.restarting > 0]
         if verdict.state is JobState.FAILED:
@@ -171,7 +172,7 @@ class JobSync(Generic[JobT]):
             b.succeeded(verdict.reason_suffix, verdict.message)
         elif restarting:
             b.restarting(restarting[0])
-        elif verdict.state is JobState.RUNNING:
+        elif verdict.state is JobState.RUNNING and not hold:
             b.running(verdict.reason_suffix, verdict.message)
 
     # converging ----------------------------------------------------------------------------------------

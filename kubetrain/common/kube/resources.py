@@ -17,6 +17,7 @@ __all__ = [
     "JOBS",
     "LEASES",
     "NAMESPACES",
+    "NODES",
     "PODS",
     "SCHED_PODGROUPS",
     "SECRETS",
@@ -72,6 +73,7 @@ SECRETS = Resource("", "v1", "secrets", "Secret")
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 EVENTS = Resource("", "v1", "events", "Event")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 JOBS = Resource("batch", "v1", "jobs", "Job")
 HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")

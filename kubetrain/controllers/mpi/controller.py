@@ -89,6 +89,9 @@ class MPIJobController(ConfiguredJobController[MPIJob]):
         waits = job.spec.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
         return 0 if rtype == LAUNCHER and waits else super().gang_members(job, rtype)
 
+    def restarts_with_gang(self, job: MPIJob, rtype: str) -> bool:
+        return rtype != WORKER  # workers run sshd: a restarted launcher's mpirun reaches them again
+
     def verdict(self, job: MPIJob, observed: Observed) -> Verdict:
         return mpi_verdict(job, observed)
 

@@ -66,7 +66,7 @@ PUBLIC = {
     ],
     "kube.patches": ["json_patch", "merge_patch"],
     "kube.resources": [
-        "CONFIGMAPS", "EVENTS", "HPAS", "JOBS", "LEASES", "NAMESPACES", "Obj", "PODS", "Resource",
+        "CONFIGMAPS", "EVENTS", "HPAS", "JOBS", "LEASES", "NAMESPACES", "NODES", "Obj", "PODS", "Resource",
         "SCHED_PODGROUPS", "SECRETS", "SERVICES", "SERVICE_ACCOUNTS", "VOLCANO_PODGROUPS",
     ],
     "kube.rest": ["Credentials", "KubeApiClient", "load_credentials"],

@@ -1,0 +1,144 @@
+"""A gang restart done in place, and the restarts of the peers that follow it: one gang restart, not many.
+
+When a rank's main container exits with a code its `RestartAllContainers` rule names
+(`kubetrain.common.job.inplace`), the kubelet has already restarted every container of its pod in place.
+If the policy's decision is `RestartGang`, that is one gang restart (`GangStep`): counted against
+`maxGangRestarts`, with the `<Kind>GangRestart` condition, Event and metric, and no pod deleted. Its peers
+then fail on their own: over gloo, NCCL or MPI the collective they were in breaks, they exit non-zero, and
+their own rule restarts them in place. Those restarts belong to the gang restart (the ledger keeps it open
+under `waiting`/`until`): each is a rank restart of its replica type (`replicaStatuses[].restarts`, a
+`RankFailed` Event, `kubetrain_rank_restarts_total`), never another gang restart.
+
+Only the replica types the kind says must restart with the gang are waited for (`restarts_with_gang`: an
+MPIJob's workers run sshd and go on serving a restarted launcher). A peer that has not restarted within
+`PEER_GRACE_SECONDS` (blocked in a collective that never times out) is recreated alone: its pod is
+deleted and made again, while the others stay. The gang restart is over once no peer is waited for and
+every pod of the job is Ready again, or at the deadline; the job's Running condition returns then.
+
+Neither the kubelet's restarts the gang restart answers nor its peers' ones count toward backoffLimit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kubetrain.common.gangrestart import GangRestartMode
+from kubetrain.common.job.facts import PodFacts
+from kubetrain.common.job.failurepolicy import Action
+from kubetrain.common.job.gangfailures import RankFailure
+from kubetrain.common.job.gangstate import GangState
+from kubetrain.common.job.inplace import in_place_codes, restart_rule
+from kubetrain.common.reconcile import Result
+
+if TYPE_CHECKING:
+    from kubetrain.common.job.gangpolicy import GangStep
+
+__all__ = ["PEER_GRACE_SECONDS", "InPlaceGang"]
+
+PEER_GRACE_SECONDS = 30
+"""How long an in-place gang restart waits for a peer to restart on its own before recreating its pod."""
+
+
+class InPlaceGang:
+    """The in-place side of one `GangStep`: the job's mode, its rules, its gang restarts and their peers."""
+
+    def __init__(self, step: GangStep) -> None:
+        self.step = step
+        self.sync = step.sync
+
+    async def decide(self) -> None:
+        """Decide the job's mode once (pods made before the decision have no rules: recreate), then give
+        the renderer its restart rules when the mode is in place."""
+        sync, policy = self.sync, self.step.policy
+        assert policy is not None
+        mode = sync.ledger.gang.mode
+        if mode is None:
+            made = bool(sync.view.all_pods())
+            mode = GangRestartMode.RECREATE if made else await sync.ctl.gang_restart.mode()
+            await self.step.write(sync.ledger.gang.decided(mode.value))
+        if mode == GangRestartMode.IN_PLACE:
+            rules = {t: restart_rule(in_place_codes(policy, t)) for t in sync.job.replica_specs}
+            sync.render.restart_rules = {t: rule for t, rule in rules.items() if rule is not None}
+
+    def applies(self, found: RankFailure) -> bool:
+        """Whether the kubelet restarted the failed rank's whole pod in place (its rule matched)."""
+        return found.failure.container_restart and found.pod.restarted_all
+
+    async def restart(self, found: RankFailure, rest: list[RankFailure]) -> Result:
+        """One gang restart, in place: counted, told, and the peers waited for; no pod is deleted.
+        `rest`: the failures seen with it, of which those that restarted in place belong to it."""
+        sync, state = self.sync, self.sync.ledger.gang
+        now = int(sync.now.timestamp())
+        peers = [p.uid for p in self._must_restart() if p.uid != found.pod.uid]
+        state = self._judged(state, found).in_place_restart(peers, now, now + PEER_GRACE_SECONDS)
+        await self.step.write(state)
+        await self.absorb(rest)
+        return Result(requeue_after=float(PEER_GRACE_SECONDS))
+
+    async def absorb(self, failures: list[RankFailure]) -> list[RankFailure]:
+        """Take the in-place `RestartGang` restarts among `failures` into the open gang restart; the others
+        are returned, to be judged as usual. Every failure of a waited-for peer ends its wait."""
+        state, kept, number = self.sync.ledger.gang, [], self.sync.ledger.gang.restarts
+        for found in failures:
+            if found.failure.pod and self.applies(found) and self.step.action(found) is Action.RESTART_GANG:
+                self.step.told(found.failure, Action.RESTART_GANG, f", in place within gang restart {number}")
+                state = self._judged(state, found)
+            else:
+                kept.append(found)
+        state = state.restarted(f.pod.uid for f in failures if f.failure.pod)
+        await self.step.write(state)
+        return kept
+
+    async def settle(self) -> Result | None:
+        """Close the open gang restart when it is over; recreate the peers still waited for at its deadline.
+        None: the reconcile goes on (with the Restarting condition held while the gang restart is open)."""
+        sync, state = self.sync, self.sync.ledger.gang
+        pods = sync.view.all_pods()
+        state = state.restarted(state.waiting - {p.uid for p in pods})
+        if not state.waiting and pods and all(p.ready and not p.deleting for p in pods):
+            await self.step.write(state.closed())
+            return None
+        if state.until is not None and int(sync.now.timestamp()) < state.until:
+            await self.step.write(state)
+            return None
+        late = [(t, p) for t, facts in sync.view.pods.items() for p in facts if p.uid in state.waiting]
+        await self._recreate([(t, p) for t, p in late if not p.deleting], state.closed())
+        return Result(requeue_after=1.0) if late else None
+
+    def due(self) -> float | None:
+        """Seconds until the open gang restart's deadline; None when none is open."""
+        until = self.sync.ledger.gang.until
+        return None if until is None else max(until - self.sync.now.timestamp(), 0.0)
+
+    # ---------------------------------------------------------------------------------------------------
+    def _must_restart(self) -> list[PodFacts]:
+        sync = self.sync
+        return [
+            p
+            for rtype, facts in sync.view.pods.items()
+            if sync.ctl.restarts_with_gang(sync.job, rtype)
+            for p in facts
+            if not p.deleting
+        ]
+
+    def _judged(self, state: GangState, found: RankFailure) -> GangState:
+        """`found` judged; its kubelet restarts are not charged to backoffLimit where they would be."""
+        rtype, pod = found.failure.replica_type, found.pod
+        charged = self.step.charged(rtype)
+        state = state.ignoring(found.total - state.seen.get(pod.uid, 0) if charged else 0)
+        return state.judged(pod.uid, found.total, rtype)
+
+    async def _recreate(self, late: list[tuple[str, PodFacts]], state: GangState) -> None:
+        """Delete the peers that did not restart (the template makes them again): their indices are not
+        lost, and their kubelet restarts stay charged where they were."""
+        sync = self.sync
+        ledger = sync.ledger.with_gang(state)
+        for rtype in {t for t, _ in late}:
+            gone = {p.index for t, p in late if t == rtype and p.index is not None}
+            ledger = ledger.with_started(rtype, sync.ledger.started_indices(rtype) - gone)
+        carried = sum(p.restarts for t, p in late if self.step.charged(t))
+        await sync._write_ledger_value(ledger.with_restarts(carried))
+        if late:
+            names = ", ".join(p.name for _, p in late)
+            self.step.event("GangRestartPeersRecreated", f"{names} did not restart in place: recreating")
+        await sync._delete_pods([p for _, p in late])
