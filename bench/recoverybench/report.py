@@ -34,7 +34,7 @@ def how(run: Run) -> str:
     """How the gang came back: the pods kept (in place) or made again."""
     if run.mode is Mode.ON_FAILURE:
         return "kubelet restarts each container"
-    return "in place" if run.pods_replaced == 0 else f"pods recreated ({run.pods_replaced}/{run.pods})"
+    return run.gang_mode or "?"
 
 
 def table(rounds: Sequence[Sequence[Run]], limit: float) -> str:

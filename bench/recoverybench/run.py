@@ -37,7 +37,8 @@ class Run:
     gang_restarts: int
     replica_restarts: int | None  # the sum of status.replicaStatuses[*].restarts; None: the field is unset
     container_restarts: int  # the kubelet's restartCount, summed over the pods there at the end
-    restarting: str  # the Restarting condition's message, if any: how the operator restarted the gang
+    restarting: str  # the Restarting condition's message, if any
+    gang_mode: str  # how the operator restarts this job's gang (the ledger's gang.mode), "" without a policy
 
 
 class Logs:
@@ -147,6 +148,7 @@ def _figures(
             s.get("restartCount", 0) for p in pods for s in p.get("status", {}).get("containerStatuses") or []
         ),
         restarting=str(restarting.get("message", "")),
+        gang_mode=str(ledger.get("gang", {}).get("mode", "")),
     )  # fmt: skip
 
 
