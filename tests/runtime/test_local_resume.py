@@ -44,6 +44,14 @@ class Case:
 
 CASES = {
     "pytorch-ddp": Case("pytorch/pytorch-ddp.yaml", "pytorch-ddp-worker-1", ranks=4, epochs=6, kill_at=3),
+    "tf-multiworker": Case(
+        "tensorflow/tf-multiworker-mirrored.yaml", "tf-multiworker-worker-1", ranks=4, epochs=3, kill_at=2
+    ),
+    # the ranks run under the launcher's mpirun: the victim is a worker pod's remote-shell agent, and the
+    # ranks it started with it
+    "mpi-allreduce": Case(
+        "mpi/mpi-allreduce-openmpi.yaml", "mpi-allreduce-worker-0", ranks=3, epochs=10, kill_at=5
+    ),
 }
 
 
