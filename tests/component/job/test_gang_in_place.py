@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from kubetrain.api import RestartPolicy, RunPolicy
+from kubetrain.common.errors import Forbidden
 from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.job.failurepolicy import FAILURE_POLICY_ANNOTATION
 from kubetrain.common.job.gangcascade import PEER_GRACE_SECONDS
@@ -180,3 +181,14 @@ async def test_a_job_keeps_the_mode_it_started_with(cluster: Cluster, mode: Gang
     await restarted_in_place(cluster, "toy-worker-1", 137)
     assert (await gang(cluster))["mode"] == "in-place"
     assert await uids(cluster) == before, "the running gang still restarts in place"
+
+
+async def test_an_operator_that_may_not_list_nodes_recreates(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    await declaring_node(cluster, "RestartAllContainersOnContainerExits")
+    cluster.api.fail("list", Forbidden('nodes is forbidden: cannot list resource "nodes"'), resource=NODES)
+    await submitted(cluster)
+    assert (await gang(cluster))["mode"] == "recreate"
+    assert _rule_codes((await cluster.pods())["toy-worker-0"]) is None
+    assert "gang restarts recreate pods: cannot list nodes" in caplog.text
