@@ -4,8 +4,11 @@ Each example is the file under examples/, changed only where the measure needs i
 - more epochs, so that the gang still trains long after the kill (the bench deletes the job once it has
   its figure);
 - every replica's `restartPolicy: OnFailure`, in both modes, so that the two differ only by the policy;
-- in the `RestartGang` mode, the failure policy annotation with one rule that restarts the gang on any
-  failure (the operator picks how: in place where the node's kubelet can, else by recreating the pods).
+- in the `OnFailure` mode, without the example's failure policy annotation;
+- in the `RestartGang` mode, with the example's failure policy (or, for an example without one, a rule
+  that restarts the gang on any failure). The operator picks how the gang restarts: in place where the
+  node's kubelet can, else by recreating the pods.
+The other objects of the file (a checkpoint volume's claim) come with the job.
 """
 
 from __future__ import annotations
@@ -56,24 +59,34 @@ KINDS = {
 }  # fmt: skip
 
 
-def load_job(kind: Kind) -> Obj:
+def load_example(kind: Kind) -> tuple[Obj, list[Obj]]:
+    """The example's job, and the other objects its file carries."""
     docs = [d for d in yaml.safe_load_all((EXAMPLES / kind.example).read_text()) if d]
     jobs = [d for d in docs if str(d.get("apiVersion", "")).startswith("kubeflow.org/")]
     if len(jobs) != 1:
         raise ValueError(f"{kind.example}: expected one job, found {len(jobs)}")
-    return dict(jobs[0])
+    return dict(jobs[0]), [d for d in docs if d is not jobs[0]]
 
 
 def job_for(kind: Kind, mode: Mode, epochs: int | None = None) -> Obj:
     """The example's job as this mode runs it (see the module docstring)."""
-    job = copy.deepcopy(load_job(kind))
+    job = copy.deepcopy(load_example(kind)[0])
     for replica in _replicas(job).values():
         replica["restartPolicy"] = "OnFailure"
         for container in replica["template"]["spec"]["containers"]:
             _set_epochs(container, epochs or kind.epochs)
-    if mode is Mode.RESTART_GANG:
-        job["metadata"].setdefault("annotations", {})[POLICY_ANNOTATION] = json.dumps(GANG_POLICY)
+    annotations = job["metadata"].setdefault("annotations", {})
+    if mode is Mode.ON_FAILURE:
+        annotations.pop(POLICY_ANNOTATION, None)
+    else:
+        annotations.setdefault(POLICY_ANNOTATION, json.dumps(GANG_POLICY))
     return job
+
+
+def policy_of(job: Obj) -> Any:
+    """The job's failure policy (the annotation's JSON value), None without one."""
+    text = job["metadata"].get("annotations", {}).get(POLICY_ANNOTATION)
+    return None if text is None else json.loads(text)
 
 
 def _replicas(job: Obj) -> dict[str, Obj]:

@@ -34,7 +34,9 @@ def how(run: Run) -> str:
     """How the gang came back: the pods kept (in place) or made again."""
     if run.mode is Mode.ON_FAILURE:
         return "kubelet restarts each container"
-    return run.gang_mode or "?"
+    if run.gang_mode:
+        return run.gang_mode
+    return "recreate (no mode in the ledger)" if run.pods_replaced else "in place (no mode in the ledger)"
 
 
 def table(rounds: Sequence[Sequence[Run]], limit: float) -> str:

@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from kubetrain.testing.node_plane import NodePlane
-from recoverybench.cases import Kind, Mode, job_for
+from kubetrain.testing.volumes import claims_in, provide_volume
+from recoverybench.cases import Kind, Mode, job_for, load_example
 from recoverybench.signal import TrainLine, all_training, first_after, recovered_after, train_lines
 
 Obj = dict[str, Any]
@@ -95,9 +96,10 @@ def _until(what: str, check: Callable[[], bool], timeout: float, interval: float
 def measure(plane: NodePlane, kind: Kind, mode: Mode, *, epochs: int | None, limit: float) -> Run:
     """One run in a namespace of its own, removed afterwards."""
     namespace = plane.create_namespace("recovery-")
-    job = job_for(kind, mode, epochs)
+    job, others = job_for(kind, mode, epochs), load_example(kind)[1]
+    volumes = _volumes(plane, namespace, others)
     try:
-        plane.kubectl("apply", "-f", "-", namespace=namespace, input=yaml.safe_dump(job))
+        plane.kubectl("apply", "-f", "-", namespace=namespace, input=yaml.safe_dump_all([*others, job]))
         logs = Logs(plane, namespace, job["metadata"]["name"], kind.container)
         if not _until("every rank training", lambda: all_training(logs.read(), kind.ranks), 420):
             raise RuntimeError(f"{kind.name}: the gang never trained; pods: {_phases(logs.pods())}")
@@ -115,6 +117,20 @@ def measure(plane: NodePlane, kind: Kind, mode: Mode, *, epochs: int | None, lim
         return _figures(plane, namespace, job, logs, before, seconds[0], kind, mode)
     finally:
         _remove(plane, namespace)
+        for volume in volumes:
+            plane.kubectl("delete", "persistentvolume", volume, "--wait=false", check=False)
+
+
+def _volumes(plane: NodePlane, namespace: str, objects: list[Obj]) -> list[str]:
+    """A fresh hostPath volume for each claim of the example (its checkpoints): the plane has no
+    provisioner. Writable by the images' non-root users."""
+    made = []
+    for claim in claims_in(objects):
+        directory = plane.workdir / "volumes" / namespace / claim["metadata"]["name"]
+        directory.mkdir(parents=True)
+        directory.chmod(0o777)
+        made.append(provide_volume(plane, namespace, claim, directory))
+    return made
 
 
 def _container_id(pods: list[Obj], pod: str, container: str) -> str:

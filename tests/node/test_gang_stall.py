@@ -1,9 +1,10 @@
 """A hung gang is seen on the real node: one rank of pytorch-ddp is stopped with SIGSTOP (not killed), so its
-peers block in gloo's all-reduce and no rank fails. Without the failure policy the job would wait for
-gloo's own timeout (the example's `--timeout`, 300 s) and then start again from scratch. With
-`progressDeadlineSeconds` the operator sees the trainer's progress report (`status.trainerStatus`) frozen,
-restarts the gang (condition `Restarting` / `PyTorchJobGangRestart`, an Event, one restart in the ledger)
-within seconds of the deadline, and the job then Succeeds.
+peers block in gloo's all-reduce and no rank fails. Without a progress deadline the job would wait for
+gloo's own timeout (the example's `--timeout`, 300 s). With the example's failure policy plus
+`progressDeadlineSeconds`, the operator sees the trainer's progress report (`status.trainerStatus`)
+frozen, restarts the gang (condition `Restarting` / `PyTorchJobGangRestart`, an Event, one restart in the
+ledger) within seconds of the deadline, and the job then Succeeds. The example's checkpoint claim gets a
+volume of its own (the plane has no provisioner).
 
 The signal goes through containerd to the container's main process (the trainer, PID 1 in its pod), as
 `crictl`/`ctr` would send it: the kubelet and the operator see nothing but the missing progress."""
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubetrain.testing.node_plane import NodePlane
 from kubetrain.testing.process import wait_until
+from kubetrain.testing.volumes import claims_in, provide_volume
 
 from .examples import apply, job_state, load_example, wait_finished
 from .progress import lengthen
@@ -36,6 +39,7 @@ EPOCHS = 40
 that training from scratch again after the gang restart keeps the test near two minutes."""
 GLOO_TIMEOUT = 300
 STOPPED = "pytorch-ddp-worker-1"
+POLICY = "kubetrain.io/failure-policy"
 
 
 def _container_id(plane: NodePlane, namespace: str, pod: str) -> str:
@@ -69,15 +73,34 @@ def _reported(plane: NodePlane, namespace: str, job: Obj) -> Callable[[], bool]:
     return check
 
 
+@pytest.fixture
+def volumes(node_plane: NodePlane) -> Iterator[list[str]]:
+    """The PersistentVolumes a test made, deleted after it."""
+    made: list[str] = []
+    yield made
+    for name in made:
+        node_plane.kubectl("delete", "persistentvolume", name, "--wait=false", check=False)
+
+
 def test_a_stopped_rank_restarts_the_gang_before_gloo_times_out(
-    node_plane: NodePlane, trainer_images: Callable[..., None], namespace_on_node: str
+    node_plane: NodePlane,
+    trainer_images: Callable[..., None],
+    namespace_on_node: str,
+    tmp_path: Path,
+    volumes: list[str],
 ) -> None:
     trainer_images("pytorch")
     namespace = namespace_on_node
-    job, _ = load_example("pytorch/pytorch-ddp.yaml")
-    policy = {"progressDeadlineSeconds": DEADLINE}
-    job["metadata"]["annotations"] = {"kubetrain.io/failure-policy": json.dumps(policy)}
-    apply(node_plane, namespace, [lengthen(job, EPOCHS)])
+    job, others = load_example("pytorch/pytorch-ddp.yaml")
+    annotations = job["metadata"].setdefault("annotations", {})
+    policy = json.loads(annotations.get(POLICY, "{}")) | {"progressDeadlineSeconds": DEADLINE}
+    annotations[POLICY] = json.dumps(policy)
+    for claim in claims_in(others):  # the checkpoints' claim: the plane has no provisioner
+        directory = tmp_path / claim["metadata"]["name"]
+        directory.mkdir(mode=0o777)
+        directory.chmod(0o777)
+        volumes.append(provide_volume(node_plane, namespace, claim, directory))
+    apply(node_plane, namespace, [*others, lengthen(job, EPOCHS)])
     wait_until("the trainer's first progress report", _reported(node_plane, namespace, job), timeout=240)
     node_plane.node.ctr("tasks", "kill", "-s", "SIGSTOP", _container_id(node_plane, namespace, STOPPED))
     stopped = time.monotonic()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from recoverybench.cases import KINDS, POLICY_ANNOTATION, Mode, job_for
+from recoverybench.cases import KINDS, Mode, job_for, load_example, policy_of
 from recoverybench.report import table
 from recoverybench.run import Run
 from recoverybench.signal import TrainLine, all_training, first_after, recovered_after, train_lines
@@ -44,10 +44,10 @@ def test_both_modes_run_every_replica_under_on_failure_and_only_one_carries_the_
         for job in (plain, gang):
             specs = next(v for k, v in job["spec"].items() if k.endswith("ReplicaSpecs"))
             assert {s["restartPolicy"] for s in specs.values()} == {"OnFailure"}, kind.name
-        assert POLICY_ANNOTATION not in plain["metadata"].get("annotations", {})
-        assert json.loads(gang["metadata"]["annotations"][POLICY_ANNOTATION]) == {
-            "rules": [{"action": "RestartGang"}]
-        }
+        assert policy_of(plain) is None
+        shipped = policy_of(load_example(kind)[0])
+        assert policy_of(gang) == (shipped or {"rules": [{"action": "RestartGang"}]}), kind.name
+        assert any(r["action"] == "RestartGang" for r in policy_of(gang)["rules"]), kind.name
         words = json.dumps(gang["spec"])
         assert '"--epochs", "7"' in words, kind.name
         assert f'"--epochs", "{kind.epochs}"' in json.dumps(plain["spec"]), kind.name
