@@ -196,13 +196,18 @@ async def test_a_gang_restart_whose_deletes_fail_is_counted_once_across_an_opera
     assert not await cluster.is_true("Failed"), "maxGangRestarts 1 is not exceeded"
 
 
-async def test_a_stalled_gang_restarts_after_the_progress_deadline(cluster: Cluster) -> None:
+async def running_with_progress_deadline(cluster: Cluster, deadline: int) -> None:
+    """A running job of two workers with `progressDeadlineSeconds`, whose trainer reported progress now."""
     body = toy_job(workers=2, restart_policy=RestartPolicy.ON_FAILURE)
-    await cluster.submit(with_policy(body, {"progressDeadlineSeconds": 120}))
+    await cluster.submit(with_policy(body, {"progressDeadlineSeconds": deadline}))
     await cluster.run_all()
     reported = cluster.clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
     trainer = {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": reported}}
     await cluster.api.patch(TOY, "ns", "toy", {"status": trainer}, subresource="status")
+
+
+async def test_a_stalled_gang_restarts_after_the_progress_deadline(cluster: Cluster) -> None:
+    await running_with_progress_deadline(cluster, 120)
     before = await uids(cluster)
     await cluster.step(100)
     assert await uids(cluster) == before, "within the deadline nothing happens"
@@ -224,12 +229,7 @@ async def test_the_progress_deadline_counts_from_the_recreated_gang_not_from_the
 ) -> None:
     """A stopped rank's pod takes the kubelet's grace period to go; the gang the restart makes afterwards
     gets the whole deadline to start and report, instead of being restarted again as it starts."""
-    body = toy_job(workers=2, restart_policy=RestartPolicy.ON_FAILURE)
-    await cluster.submit(with_policy(body, {"progressDeadlineSeconds": 120}))
-    await cluster.run_all()
-    reported = cluster.clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    trainer = {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": reported}}
-    await cluster.api.patch(TOY, "ns", "toy", {"status": trainer}, subresource="status")
+    await running_with_progress_deadline(cluster, 120)
     slow = sorted(await cluster.pods())[-1]
     await cluster.api.patch(PODS, "ns", slow, {"metadata": {"finalizers": [SLOW_KILL]}})
     await cluster.step(125)
