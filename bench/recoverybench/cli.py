@@ -25,6 +25,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--modes", default=",".join(m.value for m in Mode), help="OnFailure, RestartGang")
     p.add_argument("--epochs", type=int, default=None, help="override every kind's epochs")
     p.add_argument("--limit", type=float, default=240.0, help="seconds to wait for the gang to train again")
+    p.add_argument(
+        "--kills", type=int, default=2,
+        help="kills per run, each once the gang trains again: the kubelet's back-off grows from the second",
+    )  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="default: bench/results/gang_recovery-<time>.md")
     args = p.parse_args(argv)
     unknown = set(args.kinds.split(",")) - set(KINDS)
@@ -34,8 +38,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         args.mode_list = [Mode(m) for m in args.modes.split(",")]
     except ValueError:
         p.error(f"--modes: use {', '.join(m.value for m in Mode)}")
-    if args.runs < 1:
-        p.error("--runs must be at least 1")
+    if args.runs < 1 or args.kills < 1:
+        p.error("--runs and --kills must be at least 1")
     return args
 
 
@@ -66,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             rounds.append([])
             for kind in kinds:
                 for mode in modes:
-                    run = measure(plane, kind, mode, epochs=args.epochs, limit=args.limit)
+                    run = measure(plane, kind, mode, epochs=args.epochs, limit=args.limit, kills=args.kills)
                     print(f"round {number + 1}:" + run_line(run).removeprefix(" "), flush=True)
                     rounds[-1].append(run)
     finally:

@@ -32,7 +32,7 @@ LEDGER_ANNOTATION = "kubetrain.io/ledger"
 class Run:
     kind: str
     mode: Mode
-    seconds: float | None  # None: not every rank trained again within the run's limit
+    seconds: tuple[float | None, ...]  # per kill; None: not every rank trained again within the limit
     pods_replaced: int  # pods whose UID changed between the kill and the recovery
     pods: int
     gang_restarts: int
@@ -93,32 +93,49 @@ def _until(what: str, check: Callable[[], bool], timeout: float, interval: float
     return False
 
 
-def measure(plane: NodePlane, kind: Kind, mode: Mode, *, epochs: int | None, limit: float) -> Run:
-    """One run in a namespace of its own, removed afterwards."""
+def measure(plane: NodePlane, kind: Kind, mode: Mode, *, epochs: int | None, limit: float, kills: int) -> Run:
+    """One run in a namespace of its own, removed afterwards: `kills` times, the same rank is killed once
+    the gang trains again (two epochs on every rank since the last kill), and each recovery is timed."""
     namespace = plane.create_namespace("recovery-")
     job, others = job_for(kind, mode, epochs), load_example(kind)[1]
     volumes = _volumes(plane, namespace, others)
     try:
         plane.kubectl("apply", "-f", "-", namespace=namespace, input=yaml.safe_dump_all([*others, job]))
         logs = Logs(plane, namespace, job["metadata"]["name"], kind.container)
-        if not _until("every rank training", lambda: all_training(logs.read(), kind.ranks), 420):
-            raise RuntimeError(f"{kind.name}: the gang never trained; pods: {_phases(logs.pods())}")
-        before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in logs.pods()}
-        killed = _container_id(logs.pods(), kind.killed, kind.container)
-        kill = time.time()
-        plane.node.ctr("tasks", "kill", "-s", "SIGKILL", killed)
-        seconds: list[float | None] = [None]
-
-        def recovered() -> bool:
-            seconds[0] = recovered_after(first_after(logs.since(kill), kill), kind.ranks, kill)
-            return seconds[0] is not None
-
-        _until(f"{kind.name} {mode}: every rank training again", recovered, limit)
-        return _figures(plane, namespace, job, logs, before, seconds[0], kind, mode)
+        seconds: list[float | None] = []
+        before: dict[str, str] = {}
+        mark = 0.0
+        while len(seconds) < kills and (not seconds or seconds[-1] is not None):
+            if not _until("every rank training", _training(logs, kind, mark), 420):
+                raise RuntimeError(f"{kind.name}: the gang does not train; pods: {_phases(logs.pods())}")
+            pods = logs.pods()
+            before = before or {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+            killed = _container_id(pods, kind.killed, kind.container)
+            mark = time.time()
+            plane.node.ctr("tasks", "kill", "-s", "SIGKILL", killed)
+            seconds.append(_recovery(logs, kind, mark, limit))
+        return _figures(plane, namespace, job, logs, before, seconds, kind, mode)
     finally:
         _remove(plane, namespace)
         for volume in volumes:
             plane.kubectl("delete", "persistentvolume", volume, "--wait=false", check=False)
+
+
+def _training(logs: Logs, kind: Kind, since: float) -> Callable[[], bool]:
+    """Every rank has trained two epochs in containers started after `since`."""
+    return lambda: all_training([x for x in logs.since(since) if x.time > since], kind.ranks)
+
+
+def _recovery(logs: Logs, kind: Kind, kill: float, limit: float) -> float | None:
+    """Seconds from the kill until every rank trains again; None if not within `limit`."""
+    found: list[float | None] = [None]
+
+    def recovered() -> bool:
+        found[0] = recovered_after(first_after(logs.since(kill), kill), kind.ranks, kill)
+        return found[0] is not None
+
+    _until(f"{kind.name}: every rank training again", recovered, limit)
+    return found[0]
 
 
 def _volumes(plane: NodePlane, namespace: str, objects: list[Obj]) -> list[str]:
@@ -144,8 +161,8 @@ def _phases(pods: list[Obj]) -> dict[str, str]:
 
 
 def _figures(
-    plane: NodePlane, namespace: str, job: Obj, logs: Logs, before: dict[str, str], seconds: float | None,
-    kind: Kind, mode: Mode,
+    plane: NodePlane, namespace: str, job: Obj, logs: Logs, before: dict[str, str],
+    seconds: list[float | None], kind: Kind, mode: Mode,
 ) -> Run:  # fmt: skip
     plural, name = job["kind"].lower() + "s", job["metadata"]["name"]
     _, found = plane.rest.get(f"/apis/{job['apiVersion']}/namespaces/{namespace}/{plural}/{name}")
@@ -156,7 +173,7 @@ def _figures(
     now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
     restarting = next((c for c in status.get("conditions", []) if c["type"] == "Restarting"), {})
     return Run(
-        kind=kind.name, mode=mode, seconds=seconds,
+        kind=kind.name, mode=mode, seconds=tuple(seconds),
         pods_replaced=sum(1 for n, uid in before.items() if now.get(n) != uid), pods=len(before),
         gang_restarts=int(ledger.get("gang", {}).get("restarts", 0)),
         replica_restarts=_total(counts),

@@ -62,8 +62,11 @@ def test_the_mpi_launcher_gets_the_epochs_and_sshd_is_left_alone() -> None:
 
 
 def run(mode: Mode, seconds: float | None, replaced: int = 0) -> Run:
-    return Run("PyTorchJob", mode, seconds, replaced, 4, 1 if mode is Mode.RESTART_GANG else 0,
-               1 if mode is Mode.RESTART_GANG else None, 4, "", "in-place")  # fmt: skip
+    gang = mode is Mode.RESTART_GANG
+    twice = (seconds, 2 * seconds if seconds else None)
+    return Run(
+        "PyTorchJob", mode, twice, replaced, 4, 1 if gang else 0, 1 if gang else None, 4, "", "in-place"
+    )
 
 
 def test_the_table_gives_ranges_runs_not_recovered_and_the_ratio_of_each_round() -> None:
@@ -73,9 +76,9 @@ def test_the_table_gives_ranges_runs_not_recovered_and_the_ratio_of_each_round()
         [run(Mode.ON_FAILURE, None), run(Mode.RESTART_GANG, 4.0)],
     ]
     text = table(rounds, limit=240)
-    assert (
-        "| PyTorchJob | OnFailure | kubelet restarts each container | 20.0-30.0 s; 1 of 3 not within 240 s |"
-        in text
-    )
-    assert "| PyTorchJob | RestartGang | in-place | 4.0-6.0 s | 0/4 | 1 | 1 | 4 | 3 |" in text
-    assert "RestartGang / OnFailure time 0.20-0.25x over 2 rounds" in text
+    missing = "1 of 3 not within 240 s"
+    each = f"| PyTorchJob | OnFailure | kubelet restarts each container | 20.0-30.0 s; {missing} |"
+    assert f"{each} 40.0-60.0 s; {missing} |" in text
+    assert "| PyTorchJob | RestartGang | in-place | 4.0-6.0 s | 8.0-12.0 s | 0/4 | 1 | 1 | 4 | 3 |" in text
+    assert "kill 1: RestartGang / OnFailure time 0.20-0.25x over 2 rounds" in text
+    assert "kill 2: RestartGang / OnFailure time 0.20-0.25x over 2 rounds" in text
