@@ -77,6 +77,9 @@ class TFJobController(ConfiguredJobController[TFJob]):
     def is_master(self, job: TFJob, rtype: str, index: int) -> bool:
         return is_decider_pod(self.replica_types(job), self.kind.master_types, _WORKER, rtype, index)
 
+    def restarts_with_gang(self, job: TFJob, rtype: str) -> bool:
+        return rtype != TFReplicaType.EVALUATOR  # it only reads checkpoints: no collective breaks for it
+
     def verdict(self, job: TFJob, observed: Observed) -> Verdict:
         decider = decider_type(self.replica_types(job), self.kind.master_types, _WORKER)
         all_workers = job.spec.success_policy == SuccessPolicy.ALL_WORKERS

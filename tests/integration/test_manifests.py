@@ -115,6 +115,7 @@ ALLOWED = [
     "get workloadpriorityclasses.kueue.x-k8s.io",
     "list priorityclasses.scheduling.k8s.io",
     "get configmaps named kueue-manager-config in kueue-system",
+    "list nodes",  # --gang-restart=auto: does a kubelet declare RestartAllContainersOnContainerExits?
 ]
 DENIED = [
     "create pods/exec in team-x",
@@ -134,7 +135,9 @@ DENIED = [
     "update tfjobs.kubeflow.org/status in team-x",
     "create leases.coordination.k8s.io in team-x",
     f"update leases.coordination.k8s.io named someone-elses in {SYSTEM}",
-    "list nodes",
+    "watch nodes",  # read once in a while, never cached
+    "get nodes",
+    "patch nodes",
     "create jobs.batch in team-x",  # the MPIJob launcher is a Pod, not a batch Job
     "create podgroups.scheduling.volcano.sh in team-x",
     "delete workloads.kueue.x-k8s.io in team-x",  # the garbage collector deletes a Workload with its job

@@ -31,6 +31,7 @@ from kubetrain.cli.operator.options import (
     parse_address,
 )
 from kubetrain.common.errors import ApiError, Forbidden, NotFound, TransportError, Unauthorized
+from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.job import ServiceMode
 from kubetrain.common.kube.http import TLS_READ_BUFFER
 from kubetrain.common.kube.informer import CacheSyncError
@@ -422,3 +423,8 @@ def test_an_informer_that_cannot_sync_stops_start_up_with_one_line_saying_what_t
     records = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     (line,) = [r["msg"] for r in records if r["level"] == "error"]
     assert line.startswith("cannot start: ") and all(n in line for n in needles), line
+
+
+def test_the_gang_restart_mode_reaches_the_options() -> None:
+    assert options().gang_restart is GangRestartMode.AUTO
+    assert options("--gang-restart=recreate").gang_restart is GangRestartMode.RECREATE

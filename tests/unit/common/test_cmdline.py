@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubetrain.common.cmdline import config_from_args, operator_parser, parse_address
+from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.operator import Operator, OperatorConfig
 
 
@@ -31,6 +32,14 @@ def test_flags_reach_the_config() -> None:
     assert config.health_address == ("127.0.0.1", 0)
     assert config.metrics_address == ("::1", 9090)
     assert config.workers == 4
+
+
+def test_gang_restarts_decide_by_the_nodes_unless_told() -> None:
+    assert _config().gang_restart is GangRestartMode.AUTO
+    assert _config("--gang-restart=in-place").gang_restart is GangRestartMode.IN_PLACE
+    assert _config("--gang-restart", "recreate").gang_restart is GangRestartMode.RECREATE
+    with pytest.raises(SystemExit):
+        _config("--gang-restart=restart")
 
 
 @pytest.mark.parametrize(

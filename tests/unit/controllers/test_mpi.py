@@ -480,3 +480,8 @@ def test_cryptography_is_loaded_only_for_the_first_key() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_an_in_place_gang_restart_waits_for_the_launcher_not_the_sshd_workers() -> None:
+    job, ctl = defaulted(), controller()
+    assert (ctl.restarts_with_gang(job, "Launcher"), ctl.restarts_with_gang(job, "Worker")) == (True, False)

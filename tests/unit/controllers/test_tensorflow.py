@@ -279,3 +279,9 @@ VERDICTS = [
 @pytest.mark.parametrize("case", VERDICTS, ids=lambda c: c.name)
 def test_verdict(case: VerdictCase) -> None:
     check_verdict(TFJobController, case)
+
+
+def test_an_in_place_gang_restart_waits_for_every_type_but_the_evaluator() -> None:
+    ctl = controller(TFJobController)
+    tfjob = job(TFJobController, {"Chief": replicas(1), "Worker": replicas(2), "Evaluator": replicas(1)})
+    assert [ctl.restarts_with_gang(tfjob, t) for t in ("Chief", "Worker", "Evaluator")] == [True, True, False]
