@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from kubetrain.testing.node_plane import NodePlane
 from kubetrain.testing.process import wait_until
-from kubetrain.testing.volumes import claims_in, provide_volume
 
 from .examples import apply, job_state, load_example, wait_finished
 from .progress import lengthen
@@ -73,21 +71,11 @@ def _reported(plane: NodePlane, namespace: str, job: Obj) -> Callable[[], bool]:
     return check
 
 
-@pytest.fixture
-def volumes(node_plane: NodePlane) -> Iterator[list[str]]:
-    """The PersistentVolumes a test made, deleted after it."""
-    made: list[str] = []
-    yield made
-    for name in made:
-        node_plane.kubectl("delete", "persistentvolume", name, "--wait=false", check=False)
-
-
 def test_a_stopped_rank_restarts_the_gang_before_gloo_times_out(
     node_plane: NodePlane,
     trainer_images: Callable[..., None],
     namespace_on_node: str,
-    tmp_path: Path,
-    volumes: list[str],
+    volumes_for_claims: Callable[[str, list[Any]], None],
 ) -> None:
     trainer_images("pytorch")
     namespace = namespace_on_node
@@ -95,11 +83,7 @@ def test_a_stopped_rank_restarts_the_gang_before_gloo_times_out(
     annotations = job["metadata"].setdefault("annotations", {})
     policy = json.loads(annotations.get(POLICY, "{}")) | {"progressDeadlineSeconds": DEADLINE}
     annotations[POLICY] = json.dumps(policy)
-    for claim in claims_in(others):  # the checkpoints' claim: the plane has no provisioner
-        directory = tmp_path / claim["metadata"]["name"]
-        directory.mkdir(mode=0o777)
-        directory.chmod(0o777)
-        volumes.append(provide_volume(node_plane, namespace, claim, directory))
+    volumes_for_claims(namespace, others)  # the checkpoints' claim: the plane has no provisioner
     apply(node_plane, namespace, [*others, lengthen(job, EPOCHS)])
     wait_until("the trainer's first progress report", _reported(node_plane, namespace, job), timeout=240)
     node_plane.node.ctr("tasks", "kill", "-s", "SIGSTOP", _container_id(node_plane, namespace, STOPPED))
