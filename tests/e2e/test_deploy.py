@@ -15,12 +15,14 @@ import re
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
 from kubetrain.cli.operator import build_operator_parser
 from kubetrain.cli.operator.options import options_from_args, parse_address
 from kubetrain.testing import ControlPlane
 from kubetrain.testing.operator_process import OperatorProcess
 from kubetrain.testing.process import wait_until
+from kubetrain.testing.volumes import claims_in, provide_volume
 
 from .shipped import (
     LIST_OF_KINDS,
@@ -115,9 +117,10 @@ def test_every_example_runs_to_success_under_the_shipped_rbac(
     control_plane: ControlPlane, base: list[Obj], operator: OperatorProcess, namespace: str
 ) -> None:
     """Each example file as it is, `kubectl apply -f` into a fresh namespace: it carries what its job needs
-    (tf-chief-evaluator its PVC); the cluster only provides storage, as a provisioner would."""
+    (a PVC for its checkpoints); the cluster only provides storage, as a provisioner would."""
     examples = example_jobs()
-    _provide_volume(control_plane, namespace, "tf-checkpoints")
+    claims = claims_in(d for path in example_files() for d in yaml.safe_load_all(path.read_text()))
+    volumes = [provide_volume(control_plane, namespace, claim, "/tmp/ckpt") for claim in claims]
     for path in example_files():
         control_plane.kubectl("apply", "-f", str(path), namespace=namespace)
     queued = examples.pop(SUSPENDED_EXAMPLE)
@@ -145,8 +148,11 @@ def test_every_example_runs_to_success_under_the_shipped_rbac(
         expected = float(sum(j["kind"] == kind for j in jobs))
         assert f"{line} {expected}" in operator.metrics(), line
     assert rbac_denials(operator, operator_container(base)[0]) == []
-    control_plane.kubectl("delete", "pv", f"tf-checkpoints-{namespace}", "--wait=false")
-    assert "Bound" in control_plane.kubectl("get", "pvc", "tf-checkpoints", namespace=namespace).stdout
+    control_plane.kubectl("delete", "pv", *volumes, "--wait=false")
+    columns = "custom-columns=NAME:.metadata.name,PHASE:.status.phase"
+    table = control_plane.kubectl("get", "pvc", "-o", columns, "--no-headers", namespace=namespace).stdout
+    phases_of = dict(line.split() for line in table.splitlines())
+    assert phases_of == {c["metadata"]["name"]: "Bound" for c in claims}, table
 
 
 def test_deleting_a_job_removes_its_pods_and_services(
@@ -170,23 +176,6 @@ def test_deleting_a_job_removes_its_pods_and_services(
         timeout=120,
     )
     assert rbac_denials(operator, operator_container(base)[0]) == []
-
-
-def _provide_volume(plane: ControlPlane, namespace: str, claim: str) -> None:
-    """A PersistentVolume reserved for the example's claim: what a storage provisioner would make (the test
-    plane has none). The claim itself comes from the example file; the PV binder binds the two."""
-    volume = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": f"{claim}-{namespace}"},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "capacity": {"storage": "1Gi"},
-            "hostPath": {"path": "/tmp/ckpt"},
-            "claimRef": {"namespace": namespace, "name": claim},
-        },
-    }
-    plane.kubectl("apply", "-f", "-", input=json.dumps(volume))
 
 
 def _names(plane: ControlPlane, resource: str, namespace: str) -> set[str]:

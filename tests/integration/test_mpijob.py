@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from kubetrain.api import load_jobs
 from kubetrain.common.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Obj
 from kubetrain.common.kube.rest import KubeApiClient
 from kubetrain.controllers.mpi import MPIJobController
@@ -68,7 +68,7 @@ class Run:
         **spec: Any,
     ) -> str:
         """`kubectl apply` an example from examples/mpi, with pod annotations for kwok on the launcher."""
-        body = yaml.safe_load((ROOT / "examples" / "mpi" / example).read_text())
+        body = load_jobs((ROOT / "examples" / "mpi" / example).read_text())[0].to_wire()
         body["spec"].update(spec)
         replica = body["spec"]["mpiReplicaSpecs"]["Launcher"]
         if launcher:

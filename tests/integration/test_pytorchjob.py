@@ -29,6 +29,7 @@ from kubetrain.testing.operator import (
     replica_spec,
     wait_until,
 )
+from kubetrain.testing.volumes import claims_in, provide_volume
 
 pytestmark = pytest.mark.integration
 
@@ -54,9 +55,13 @@ async def pod_names(op: InProcessOperator, ns: str, expected: list[str]) -> bool
 
 
 async def test_ddp_example_gets_ranks_waits_for_the_master_and_succeeds_with_it(
-    control_plane: ControlPlane, namespace: str, operator: InProcessOperator
+    control_plane: ControlPlane, namespace: str, operator: InProcessOperator, request: pytest.FixtureRequest
 ) -> None:
-    control_plane.kubectl("apply", "-f", str(EXAMPLES / "pytorch-ddp.yaml"), namespace=namespace)
+    example = EXAMPLES / "pytorch-ddp.yaml"
+    for claim in claims_in(yaml.safe_load_all(example.read_text())):  # what a provisioner would make
+        volume = provide_volume(control_plane, namespace, claim, "/tmp/ckpt")
+        request.addfinalizer(lambda v=volume: control_plane.kubectl("delete", "pv", v, "--wait=false"))
+    control_plane.kubectl("apply", "-f", str(example), namespace=namespace)
     names = ["pytorch-ddp-master-0", *(f"pytorch-ddp-worker-{i}" for i in range(3))]
     await wait_until(lambda: operator.running(namespace, *names), what="4 Running pods")
     pods = await operator.pods(namespace)

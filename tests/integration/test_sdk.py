@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.api import InvalidJobError
+from kubetrain.api import InvalidJobError, load_jobs
 from kubetrain.client import (
     AmbiguousJobError,
     ClusterAccessError,
@@ -126,7 +126,7 @@ def test_an_invalid_job_is_refused_with_its_fields_and_nothing_is_created(client
 
 
 def test_an_unknown_pod_field_is_refused_by_name_before_anything_is_sent(client: TrainingClient) -> None:
-    job = yaml.safe_load((EXAMPLES / "pytorch" / "pytorch-ddp.yaml").read_text())
+    job = load_jobs((EXAMPLES / "pytorch" / "pytorch-ddp.yaml").read_text())[0].to_wire()
     job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = (
         "Always"
     )
@@ -151,7 +151,7 @@ def test_a_submission_with_a_taken_name_creates_nothing(client: TrainingClient) 
 
 def test_a_name_shared_by_two_kinds_needs_the_kind(client: TrainingClient) -> None:
     for path in (EXAMPLES / "pytorch" / "pytorch-ddp.yaml", EXAMPLES / "tensorflow" / "tf-ps-workers.yaml"):
-        job = yaml.safe_load(path.read_text())
+        job = load_jobs(path.read_text())[0].to_wire()
         job["metadata"]["name"] = "same"
         client.create_job(job)
     with pytest.raises(AmbiguousJobError, match="TFJob and PyTorchJob"):

@@ -16,6 +16,9 @@ import pytest
 from kubetrain.testing.binaries import MissingBinariesError, find_binaries
 from kubetrain.testing.node_binaries import find_node_binaries
 from kubetrain.testing.node_plane import NodePlane
+from kubetrain.testing.volumes import claims_in
+
+from .examples import static_volume
 
 BASE = Path(__file__).resolve().parents[2] / "manifests" / "base"
 NAMESPACE = "kubetrain-system"
@@ -84,3 +87,20 @@ def namespace_on_node(node_plane: NodePlane, operator_installed: dict[str, Any])
     name = node_plane.create_namespace("node-")
     yield name
     node_plane.delete_namespace(name)
+
+
+@pytest.fixture
+def volumes_for_claims(node_plane: NodePlane, tmp_path: Path) -> Iterator[Callable[[str, list[Any]], None]]:
+    """`provide(namespace, objects)`: a static volume for every PersistentVolumeClaim among `objects`, each
+    on a directory of its own under tmp_path; the volumes are deleted after the test."""
+    made: list[str] = []
+
+    def provide(namespace: str, objects: list[Any]) -> None:
+        for claim in claims_in(objects):
+            directory = tmp_path / namespace / claim["metadata"]["name"]
+            directory.mkdir(parents=True)
+            made.append(static_volume(node_plane, namespace, claim, directory))
+
+    yield provide
+    for name in made:
+        node_plane.kubectl("delete", "persistentvolume", name, "--wait=false", check=False)

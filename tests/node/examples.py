@@ -22,6 +22,7 @@ import yaml
 from kubetrain.runtimes.examples.common import RESULT_PREFIX
 from kubetrain.testing.node_plane import NodePlane
 from kubetrain.testing.process import wait_until
+from kubetrain.testing.volumes import provide_volume
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 Obj = dict[str, Any]
@@ -144,19 +145,7 @@ def static_volume(plane: NodePlane, namespace: str, claim: Obj, directory: Path)
     the example's claim: what a user's cluster provisions from its default StorageClass, and this plane has
     no provisioner. Cluster-scoped: delete it (returned name) after the test."""
     directory.chmod(0o777)
-    name = f"{namespace}-{claim['metadata']['name']}"
-    volume = {
-        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-        "spec": {
-            "capacity": dict(claim["spec"]["resources"]["requests"]),
-            "accessModes": list(claim["spec"]["accessModes"]),
-            "persistentVolumeReclaimPolicy": "Retain",
-            "hostPath": {"path": str(directory), "type": "Directory"},
-            "claimRef": {"namespace": namespace, "name": claim["metadata"]["name"]},
-        },
-    }  # fmt: skip
-    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(volume))
-    return name
+    return provide_volume(plane, namespace, claim, directory)
 
 
 def wait_pod_finished(plane: NodePlane, namespace: str, pod: str, timeout: float) -> None:

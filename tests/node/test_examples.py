@@ -7,10 +7,9 @@ case of its own beside the unchanged file."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +24,6 @@ from .examples import (
     pod_names,
     rank_results,
     results,
-    static_volume,
     wait_cleaned,
     wait_finished,
     wait_pod_finished,
@@ -105,23 +103,6 @@ def assert_trained_alike(found: list[dict[str, Any]]) -> None:
     missing = [r for r in found if not r.get("weights_sha256")]
     assert not missing, f"result lines without a weights digest: {missing}"
     assert len({r["weights_sha256"] for r in found}) == 1, f"replicas ended apart: {found}"
-
-
-@pytest.fixture
-def volumes_for_claims(node_plane: NodePlane, tmp_path: Path) -> Iterator[Callable[[str, list[Any]], None]]:
-    """`provide(namespace, objects)`: a static volume for every PersistentVolumeClaim among `objects`, each
-    on a directory of its own under tmp_path; the volumes are deleted after the test."""
-    made: list[str] = []
-
-    def provide(namespace: str, objects: list[Any]) -> None:
-        for claim in (o for o in objects if o.get("kind") == "PersistentVolumeClaim"):
-            directory = tmp_path / claim["metadata"]["name"]
-            directory.mkdir()
-            made.append(static_volume(node_plane, namespace, claim, directory))
-
-    yield provide
-    for name in made:
-        node_plane.kubectl("delete", "persistentvolume", name, "--wait=false", check=False)
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,19 @@ def test_exit_code_137_is_retried_under_exit_code(tmp_path: Path) -> None:
 
 def kill_first_incarnation(proc: subprocess.Popen[str], pod: str, *, deadline: float) -> str:
     """Read the CLI's output until `pod`'s trainer runs, then SIGKILL it (exit 137); the output so far."""
+
+    def trains(line: str) -> bool:
+        if line.startswith(f"[pod/{pod}/") and "watchdog armed" in line:
+            time.sleep(0.5)  # into training (30 epochs take a few seconds)
+            return True
+        return False
+
+    return kill_when(proc, pod, trains, deadline=deadline)
+
+
+def kill_when(proc: subprocess.Popen[str], pod: str, when: Callable[[str], bool], *, deadline: float) -> str:
+    """Read the CLI's output until a line for which `when` holds, once `pod`'s process has started; then
+    SIGKILL that process and return the output so far."""
     assert proc.stdout is not None
     seen, pid, end = [], None, time.monotonic() + deadline
     while time.monotonic() < end:
@@ -238,9 +252,8 @@ def kill_first_incarnation(proc: subprocess.Popen[str], pod: str, *, deadline: f
         seen.append(line)
         started = re.match(rf"\[kubetrain\] pod/{pod}: started pid (\d+)", line)
         pid = int(started.group(1)) if started else pid
-        if pid is not None and line.startswith(f"[pod/{pod}/") and "watchdog armed" in line:
-            time.sleep(0.5)  # into training (30 epochs take a few seconds)
+        if pid is not None and when(line):
             os.kill(pid, signal.SIGKILL)
             return "".join(seen)
     os.killpg(proc.pid, signal.SIGKILL)
-    pytest.fail("the trainer never started:\n" + "".join(seen)[-6000:])
+    pytest.fail(f"the moment to kill {pod} never came:\n" + "".join(seen)[-6000:])

@@ -73,7 +73,7 @@ def test_elastic_replicas_resume_from_the_checkpoint_after_a_restart(
     # exactly one restart: torch alone (env:// on torchrun's agent store) often needed more, or failed, as
     # restarted ranks read the dead group's addresses; kubetrain.runtimes.torch gives each start a new store
     for r in results:
-        assert (r["restart_count"], r["resumed_at_epoch"], r["run_id"]) == (1, 3, "elastic-test"), r
+        assert (r["restart_count"], r["resumed_from"], r["run_id"]) == (1, 3, "elastic-test"), r
 
 
 def test_a_dead_peer_fails_the_others_instead_of_hanging(replicas: Replicas) -> None:

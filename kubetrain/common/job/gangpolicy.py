@@ -214,7 +214,10 @@ class GangStep:
             return GangOutcome(
                 Result(requeue_after=recheck if recheck is not None else _CONTINUE_AFTER_DRAIN)
             )
-        await sync._write_ledger_value(sync.ledger.with_gang(state.drained()))
+        # the progress deadline counts from the new gang, not from the restart's start: a stopped rank's
+        # pod takes the kubelet's whole grace period to go, which the new gang must not be charged for
+        recreated = state.drained().restarted_at(int(sync.now.timestamp()))
+        await sync._write_ledger_value(sync.ledger.with_gang(recreated))
         return GangOutcome()
 
     async def _fail(self, found: RankFailure, why: str, suffix: str) -> GangOutcome:

@@ -13,7 +13,8 @@ Stored under the ledger's `gang` key (`kubetrain.common.job.ledger`), only once 
 - `draining`: the UIDs of the pods a gang restart deleted; the gang is recreated once all are gone;
 - `ranks`: per replica type, the rank failures judged (containers restarted in place, pods failed or
   lost): `status.replicaStatuses[type].restarts`;
-- `since`: when the last gang restart began (Unix seconds): the progress deadline counts from there too;
+- `since`: when the last gang restart began in place, or recreated the pods, or an ignored stall was let
+  be (Unix seconds): the progress deadline counts from there too;
 - `mode`: how this job's gang restarts (`in-place` or `recreate`, `kubetrain.common.job.inplace`), decided
   when its pods are first made and kept for its life;
 - `waiting`, `until`: an in-place gang restart still open (`kubetrain.common.job.gangcascade`): the pods

@@ -2,7 +2,9 @@
 
 Each runs as `python -m kubetrain.runtimes.examples.<name>` inside a replica, reads only the environment the
 operator renders, and prints one `kubetrain-result {...}` JSON line per rank (accuracy and a digest of the
-final weights). The runtime tests and the example job YAML use them:
+final weights). The data-parallel ones (pytorch_ddp, tf_multiworker, mpi_allreduce) also print a
+`kubetrain-train {...}` line per rank after the first step of each epoch (docs/jobs.md). The runtime
+tests and the example job YAML use them:
 
 - pytorch_ddp: DistributedDataParallel (gloo on CPU, NCCL on GPU), plain env or torchrun;
 - pytorch_elastic: the same under torchrun with c10d rendezvous from PET_*, resuming from a checkpoint;

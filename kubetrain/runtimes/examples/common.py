@@ -9,6 +9,12 @@ operator's status endpoint (KEP-2779), or to `kubetrain run --local`. Each train
 line a test (or a user) can parse:
     kubetrain-result {"accuracy": 0.95, "rank": 0, "weights_sha256": "...", ...}
 The weights digest is over the final float32 parameters: replicas that really all-reduced end identical.
+
+Every rank of the data-parallel trainers (pytorch_ddp, tf_multiworker, mpi_allreduce) also prints, once it
+has completed the first training step of each epoch it runs (so also the first step after a (re)start):
+    kubetrain-train {"epoch": 3, "rank": 1, "step": 136, "time": 1790000000.25}
+`step` counts the steps of the whole run (a resumed run goes on counting), `time` is the Unix time of the
+print. It tells when a rank really trains again after a failure, without reading the trainer's progress.
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ from kubetrain.runtimes import progress
 
 __all__ = [
     "RESULT_PREFIX",
+    "TRAIN_PREFIX",
     "Digits",
     "TrainArgs",
+    "TrainSignal",
     "held_out_scores",
     "limit_threads",
     "load_digits",
@@ -46,6 +54,7 @@ __all__ = [
 ]
 
 RESULT_PREFIX = "kubetrain-result "
+TRAIN_PREFIX = "kubetrain-train "
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
@@ -235,10 +244,29 @@ def start_watchdog(seconds: float, what: str) -> None:
 
 
 def print_result(**fields: Any) -> None:
+    _print_line(RESULT_PREFIX, fields)
+
+
+def _print_line(prefix: str, fields: dict[str, Any]) -> None:
     # one write per line: mpirun forwards the ranks' stdout through one pipe, and a separate "\n" write
     # lets another rank's output slip in between
-    sys.stdout.write(RESULT_PREFIX + json.dumps(fields, sort_keys=True) + "\n")
+    sys.stdout.write(prefix + json.dumps(fields, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+class TrainSignal:
+    """This rank's `kubetrain-train` line: after the first step of each epoch this process trains. One
+    line per epoch keeps it cheap; the first one after a (re)start is the moment the rank trains again."""
+
+    def __init__(self, rank: int) -> None:
+        self._rank = rank
+        self._epoch: int | None = None
+
+    def stepped(self, epoch: int, step: int) -> None:
+        """Call after every completed step: `step` counts the whole run's steps, from 1."""
+        if epoch != self._epoch:
+            self._epoch = epoch
+            _print_line(TRAIN_PREFIX, {"rank": self._rank, "epoch": epoch, "step": step, "time": time.time()})
 
 
 def report_epoch(rank: int, epoch: int, epochs: int, **metrics: float) -> None:

@@ -5,6 +5,8 @@ The launcher runs it under mpirun with the hostfile the operator mounted:
 Rank 0's initial weights are broadcast, each rank computes gradients on its own shard, and the averaged
 gradient is applied everywhere, so all ranks end with the same weights (same digest in every rank's
 `kubetrain-result` line). No deep-learning framework: only numpy and mpi4py.
+With --checkpoint-dir, rank 0 saves the weights and momentum after every epoch, and a restarted job goes on
+from the newest checkpoint (`kubetrain.runtimes.examples.checkpoint`), which rank 0 reads and broadcasts.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import numpy as np
 
 from kubetrain.podcontract import ContractError
 from kubetrain.runtimes import mpi as kt_mpi
+from kubetrain.runtimes.examples import checkpoint
+from kubetrain.runtimes.examples.checkpoint import Checkpoint, drill_once, resume_fields
 from kubetrain.runtimes.examples.common import (
     Digits,
     Floats,
     Ints,
     Stopwatch,
     TrainArgs,
+    TrainSignal,
     held_out_scores,
     limit_threads,
     load_digits,
@@ -78,25 +83,52 @@ class Mlp:
             np.subtract(param, lr * velocity, out=param)
 
 
-def train(comm: Any, args: TrainArgs, data: Digits) -> Mlp:
+def train(comm: Any, args: TrainArgs, data: Digits) -> tuple[Mlp, Checkpoint | None]:
+    """Data-parallel SGD from the newest checkpoint (if any) to args.epochs; rank 0 saves after each epoch."""
     rank, size = comm.Get_rank(), comm.Get_size()
     model = Mlp.create(data, args.seed)
-    for p in model.params:
-        comm.Bcast(p, root=0)
+    resumed = _resume(comm, model, args.checkpoint_dir)
+    args = drill_once(args, resumed)
     idx = shard(len(data.x_train), rank, size)
     x, y = data.x_train[idx], data.y_train[idx]
-    for epoch in range(args.epochs):
+    signal = TrainSignal(rank)
+    for epoch in range(0 if resumed is None else resumed.epochs, args.epochs):
         maybe_fail(args, epoch, rank)
-        order = np.random.default_rng(args.seed * 1000 + epoch).permutation(len(x))
-        for start in range(0, len(x), args.batch_size):
-            batch = order[start : start + args.batch_size]
-            local = model.gradients(x[batch], y[batch])
-            flat = np.concatenate([g.ravel() for g in local]).astype(np.float32)
-            mean = kt_mpi.allreduce_mean(comm, flat)
-            model.step(_unflatten(mean, model.params), args.lr)
+        _train_epoch(comm, model, args, (x, y), epoch=epoch, signal=signal)
         if rank == 0:
             report_epoch(rank, epoch, args.epochs, **held_out_scores(model.logits(data.x_test), data))
-    return model
+            if args.checkpoint_dir is not None:
+                checkpoint.save(args.checkpoint_dir, Checkpoint(epoch + 1, model.params, model.velocity))
+    return model, resumed
+
+
+def _train_epoch(
+    comm: Any, model: Mlp, args: TrainArgs, shard_xy: tuple[Floats, Ints], *, epoch: int, signal: TrainSignal
+) -> None:
+    """One pass over this rank's shard, in the order drawn from (seed, epoch), gradients averaged."""
+    x, y = shard_xy
+    order = checkpoint.epoch_order(len(x), args.seed, epoch)
+    starts = range(0, len(x), args.batch_size)
+    for i, start in enumerate(starts):
+        batch = order[start : start + args.batch_size]
+        local = model.gradients(x[batch], y[batch])
+        flat = np.concatenate([g.ravel() for g in local]).astype(np.float32)
+        mean = kt_mpi.allreduce_mean(comm, flat)
+        model.step(_unflatten(mean, model.params), args.lr)
+        signal.stepped(epoch, epoch * len(starts) + i + 1)
+
+
+def _resume(comm: Any, model: Mlp, checkpoint_dir: str | None) -> Checkpoint | None:
+    """Rank 0 reads the newest checkpoint and broadcasts it, so every rank goes on from the same one; then
+    rank 0's weights (the checkpoint's, or its initial ones) are broadcast as they always were."""
+    found = checkpoint.newest(checkpoint_dir) if comm.Get_rank() == 0 else None
+    resumed: Checkpoint | None = comm.bcast(found, root=0)
+    if resumed is not None:
+        model.params = [np.array(a, dtype=np.float32) for a in resumed.model]
+        model.velocity = [np.array(a, dtype=np.float32) for a in resumed.optimizer]
+    for p in model.params:
+        comm.Bcast(p, root=0)
+    return resumed
 
 
 def _unflatten(flat: Floats, like: list[Floats]) -> list[Floats]:
@@ -115,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         comm = kt_mpi.world()
         data = load_digits()
-        model = train(comm, args, data)
+        model, resumed = train(comm, args, data)
     except ContractError as e:
         print(f"mpi_allreduce: {e}", file=sys.stderr)
         return 2
@@ -129,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds=clock.seconds(),
         weights_sha256=weights_digest(model.params),
         world_size=comm.Get_size(),
+        **resume_fields(resumed, args.epochs),
     )
     return 0
 

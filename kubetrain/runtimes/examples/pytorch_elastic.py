@@ -14,20 +14,18 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import torch
 
 from kubetrain.podcontract import ContractError, TorchProcess
 from kubetrain.runtimes import torch as kt_torch
+from kubetrain.runtimes.examples.checkpoint import resume_fields
 from kubetrain.runtimes.examples.common import Stopwatch, load_digits, parse_args, start_watchdog
-from kubetrain.runtimes.examples.pytorch_ddp import TrainState, new_state, report, train
+from kubetrain.runtimes.examples.pytorch_ddp import checkpointer, new_state, report, resume, train
 
 __all__ = ["main"]
 
 RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
-CHECKPOINT = "checkpoint.pt"
 
 
 def _require_torchrun() -> None:
@@ -37,31 +35,6 @@ def _require_torchrun() -> None:
             "not set: this trainer was not started by torchrun",
             "Start it as `torchrun -m kubetrain.runtimes.examples.pytorch_elastic` (torchrun reads PET_*)",
         )
-
-
-def _resume(state: TrainState, checkpoint_dir: str | None) -> None:
-    path = Path(checkpoint_dir or "") / CHECKPOINT
-    if checkpoint_dir is None or not path.exists():
-        return
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    state.model.load_state_dict(saved["model"])
-    state.optimizer.load_state_dict(saved["optimizer"])
-    state.next_epoch = int(saved["next_epoch"])
-
-
-def _checkpointer(checkpoint_dir: str | None, rank: int) -> Any:
-    if checkpoint_dir is None or rank != 0:
-        return None
-    directory = Path(checkpoint_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-
-    def save(epoch: int, model: Any, optimizer: Any) -> None:
-        tmp = directory / f".{CHECKPOINT}.tmp"
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "next_epoch": epoch + 1}
-        torch.save(state, tmp)
-        os.replace(tmp, directory / CHECKPOINT)  # atomic: a restart never reads half a file
-
-    return save
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,13 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with kt_torch.distributed(device=kt_torch.DeviceChoice(args.device), timeout_s=args.timeout_s) as ctx:
             data = load_digits()
             state = new_state(data, args, ctx.device)
-            _resume(state, args.checkpoint_dir)
-            resumed_at = state.next_epoch
-            train(ctx, args, data, state, _checkpointer(args.checkpoint_dir, ctx.rank))
+            resumed = resume(ctx, state, args.checkpoint_dir)
+            train(ctx, args, data, state, checkpointer(ctx, args.checkpoint_dir))
             run_id = os.environ.get("TORCHELASTIC_RUN_ID", "")
-            report(
-                ctx, state, data, clock, restart_count=restarts, resumed_at_epoch=resumed_at, run_id=run_id
-            )
+            fields = resume_fields(resumed, args.epochs)
+            report(ctx, state, data, clock, restart_count=restarts, run_id=run_id, **fields)
     except ContractError as e:
         print(f"pytorch_elastic: {e}", file=sys.stderr)
         return 2

@@ -6,6 +6,10 @@ Each input pipeline reads its own shard; gradients are all-reduced every step, s
 the same weights (same digest in its `kubetrain-result` line). Without TF_CONFIG it trains alone.
 With --model-dir (a shared volume) the chief saves the final weights there; an Evaluator replica (or
 --evaluate) waits for them and prints their test accuracy.
+With --checkpoint-dir (the same option), the chief also saves a checkpoint after every epoch, and a
+restarted job goes on from the newest (`kubetrain.runtimes.examples.checkpoint`): every worker reads it, and
+all check that they read the same epoch. Each epoch's data order is drawn from (seed, epoch), so that a
+resumed run sees the batches an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ import numpy as np
 
 from kubetrain.podcontract import ContractError, StrategyKind, TFConfig
 from kubetrain.runtimes import tensorflow as kt_tf
+from kubetrain.runtimes.examples import checkpoint
+from kubetrain.runtimes.examples.checkpoint import Checkpoint, drill_once, resume_fields
 from kubetrain.runtimes.examples.common import (
     Digits,
     Stopwatch,
     TrainArgs,
+    TrainSignal,
     load_digits,
     maybe_fail,
     parse_args,
@@ -63,12 +70,19 @@ def build_model(data: Digits, args: TrainArgs) -> Any:
     return model
 
 
-def _dataset_fn(data: Digits, args: TrainArgs) -> Any:
+def _dataset_fn(data: Digits, args: TrainArgs, first_epoch: int, steps: int) -> Any:
+    """Each input pipeline's shard, epoch after epoch from `first_epoch`, each in its own (seed, epoch)
+    order, `steps` batches an epoch."""
+
     def make(ctx: Any) -> Any:
         idx = shard(len(data.x_train), ctx.input_pipeline_id, ctx.num_input_pipelines)
-        ds = tf.data.Dataset.from_tensor_slices((data.x_train[idx], data.y_train[idx]))
-        ds = ds.shuffle(len(idx), seed=args.seed, reshuffle_each_iteration=True).repeat()
-        return ds.batch(ctx.get_per_replica_batch_size(args.batch_size * ctx.num_replicas_in_sync))
+        batch = ctx.get_per_replica_batch_size(args.batch_size * ctx.num_replicas_in_sync)
+        orders = [
+            checkpoint.epoch_order(len(idx), args.seed, e)[: steps * batch]
+            for e in range(first_epoch, args.epochs)
+        ]
+        rows = idx[np.concatenate([np.zeros(0, np.int64), *orders])]
+        return tf.data.Dataset.from_tensor_slices((data.x_train[rows], data.y_train[rows])).batch(batch)
 
     return make
 
@@ -85,6 +99,34 @@ class FailureDrill(_Callback):  # type: ignore[misc]
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         maybe_fail(self._args, epoch, self._rank)
+
+
+class SignalTraining(_Callback):  # type: ignore[misc]
+    """Every worker's `kubetrain-train` line, after the first step of each epoch."""
+
+    def __init__(self, rank: int, steps_per_epoch: int) -> None:
+        super().__init__()
+        self._signal, self._steps = TrainSignal(rank), steps_per_epoch
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        self._signal.stepped(self._epoch, self._epoch * self._steps + batch + 1)
+
+
+class SaveCheckpoint(_Callback):  # type: ignore[misc]
+    """The chief saves the weights, the optimizer's variables and the epoch after each epoch. Plain arrays:
+    Keras' own saving runs collectives under MultiWorkerMirroredStrategy, which every worker would join."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self._directory = directory
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        optimizer = [v.numpy() for v in self.model.optimizer.variables]
+        checkpoint.save(self._directory, Checkpoint(epoch + 1, self.model.get_weights(), optimizer))
 
 
 class ReportProgress(_Callback):  # type: ignore[misc]
@@ -104,22 +146,59 @@ def train(args: TrainArgs, config: TFConfig | None, clock: Stopwatch) -> None:
     strategy = kt_tf.make_strategy(config, timeout_s=args.timeout_s)
     data = load_digits()
     rank = 0 if config is None else (config.id_in_cluster or 0)
+    chief = config is None or config.is_chief
     with strategy.scope():
         model = build_model(data, args)
-    dataset = strategy.distribute_datasets_from_function(_dataset_fn(data, args))
+        resumed = _resume(strategy, model, args.checkpoint_dir)
+    args = drill_once(args, resumed)
+    first = 0 if resumed is None else resumed.epochs
     steps = len(shard(len(data.x_train), 0, strategy.num_replicas_in_sync)) // args.batch_size
+    dataset = strategy.distribute_datasets_from_function(_dataset_fn(data, args, first, steps))
+    callbacks = [FailureDrill(args, rank), SignalTraining(rank, steps), ReportProgress(args, rank)]
+    if args.checkpoint_dir is not None and chief:
+        callbacks.append(SaveCheckpoint(args.checkpoint_dir))
     model.fit(
         dataset,
         epochs=args.epochs,
+        initial_epoch=first,
         steps_per_epoch=steps,
         verbose=0,
-        callbacks=[FailureDrill(args, rank), ReportProgress(args, rank)],
+        callbacks=callbacks,
     )
-    if args.checkpoint_dir is not None and (config is None or config.is_chief):
+    if args.checkpoint_dir is not None and chief:
         _save_final(model, Path(args.checkpoint_dir))
-    _report(model, data, clock, args, config, rank=rank, replicas=int(strategy.num_replicas_in_sync))
+    replicas = int(strategy.num_replicas_in_sync)
+    _report(
+        model, data, clock, args, config, rank=rank, replicas=replicas, **resume_fields(resumed, args.epochs)
+    )
     if config is not None and config.strategy_kind() is StrategyKind.MULTI_WORKER_MIRRORED:
         _all_reported(strategy)
+
+
+def _resume(strategy: Any, model: Any, checkpoint_dir: str | None) -> Checkpoint | None:
+    """Every worker loads the newest checkpoint into the model and its optimizer (built first: its
+    momentum variables are made lazily), after all have checked that they found the same one."""
+    found = checkpoint.newest(checkpoint_dir)
+    _same_everywhere(strategy, 0 if found is None else found.epochs)
+    if found is not None:
+        model.set_weights(found.model)
+        model.optimizer.build(model.trainable_variables)
+        for variable, value in zip(model.optimizer.variables, found.optimizer, strict=True):
+            variable.assign(value)
+    return found
+
+
+def _same_everywhere(strategy: Any, epochs: int) -> None:
+    """Fail unless every worker found a checkpoint of the same epoch (or none): workers that resumed from
+    different epochs would train on silently. All equal exactly when n * sum(e^2) == sum(e)^2."""
+    values = strategy.run(lambda: tf.constant([1.0, epochs, epochs * epochs], dtype=tf.float64))
+    n, total, squares = strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None).numpy()
+    if n * squares != total * total:
+        raise ContractError(
+            "--checkpoint-dir",
+            "the workers found checkpoints of different epochs",
+            "Give every worker the same --checkpoint-dir, on a volume they all share",
+        )
 
 
 def _all_reported(strategy: Any) -> None:
@@ -174,6 +253,7 @@ def _report(
     *,
     rank: int,
     replicas: int,
+    **extra: Any,
 ) -> None:
     logits = model(tf.constant(data.x_test), training=False).numpy()
     print_result(
@@ -185,6 +265,7 @@ def _report(
         seconds=clock.seconds(),
         task="local" if config is None else f"{config.task.type}:{config.task.index}",
         weights_sha256=weights_digest(model.get_weights()),
+        **extra,
     )
 
 

@@ -20,6 +20,8 @@ from .harness import TOY, Cluster
 from .toyjob import toy_job
 
 RESTART_ON_KILL = {"action": "RestartGang", "onExitCodes": [137]}
+SLOW_KILL = "test.kubetrain/slow-kill"
+"""A finalizer that holds a deleted pod, as a kubelet does while a stopped container's grace period runs."""
 
 
 def with_policy(body: Obj, policy: dict[str, Any] | str) -> Obj:
@@ -194,13 +196,18 @@ async def test_a_gang_restart_whose_deletes_fail_is_counted_once_across_an_opera
     assert not await cluster.is_true("Failed"), "maxGangRestarts 1 is not exceeded"
 
 
-async def test_a_stalled_gang_restarts_after_the_progress_deadline(cluster: Cluster) -> None:
+async def running_with_progress_deadline(cluster: Cluster, deadline: int) -> None:
+    """A running job of two workers with `progressDeadlineSeconds`, whose trainer reported progress now."""
     body = toy_job(workers=2, restart_policy=RestartPolicy.ON_FAILURE)
-    await cluster.submit(with_policy(body, {"progressDeadlineSeconds": 120}))
+    await cluster.submit(with_policy(body, {"progressDeadlineSeconds": deadline}))
     await cluster.run_all()
     reported = cluster.clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
     trainer = {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": reported}}
     await cluster.api.patch(TOY, "ns", "toy", {"status": trainer}, subresource="status")
+
+
+async def test_a_stalled_gang_restarts_after_the_progress_deadline(cluster: Cluster) -> None:
+    await running_with_progress_deadline(cluster, 120)
     before = await uids(cluster)
     await cluster.step(100)
     assert await uids(cluster) == before, "within the deadline nothing happens"
@@ -213,6 +220,29 @@ async def test_a_stalled_gang_restarts_after_the_progress_deadline(cluster: Clus
     await cluster.run_all()
     await cluster.step(100)
     assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 1
+    await cluster.step(25)
+    assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 2
+
+
+async def test_the_progress_deadline_counts_from_the_recreated_gang_not_from_the_restart(
+    cluster: Cluster,
+) -> None:
+    """A stopped rank's pod takes the kubelet's grace period to go; the gang the restart makes afterwards
+    gets the whole deadline to start and report, instead of being restarted again as it starts."""
+    await running_with_progress_deadline(cluster, 120)
+    slow = sorted(await cluster.pods())[-1]
+    await cluster.api.patch(PODS, "ns", slow, {"metadata": {"finalizers": [SLOW_KILL]}})
+    await cluster.step(125)
+    assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 1
+    await cluster.step(60)
+    assert (await ledger(cluster))["gang"]["draining"], "the stopped rank's pod is still going"
+    await cluster.api.patch(PODS, "ns", slow, {"metadata": {"finalizers": None}})
+    await cluster.step(1)
+    await cluster.run_all()
+    await cluster.step(100)
+    assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 1, (
+        "the new gang was restarted before its deadline, counted from the restart's start"
+    )
     await cluster.step(25)
     assert cluster.op.counter("kubetrain_gang_restarts", reason="ProgressStalled") == 2
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
+from kubetrain.api import load_jobs
 from kubetrain.controllers.mpi import MPIJobController
 from kubetrain.controllers.settings import ControllerSettings
 
@@ -25,7 +25,7 @@ GANG_CASES = [EXAMPLES / "mpi" / "mpi-allreduce-openmpi.yaml", EXAMPLES / "mpi" 
 
 
 def test_the_examples_cover_every_implementation_and_launcher_policy() -> None:
-    specs = [yaml.safe_load(p.read_text())["spec"] for p in CASES]
+    specs = [load_jobs(p.read_text())[0].to_wire()["spec"] for p in CASES]
     assert {s.get("mpiImplementation", "OpenMPI") for s in specs} == {"OpenMPI", "Intel", "MPICH"}
     policies = {s.get("launcherCreationPolicy", "AtStartup") for s in specs}
     assert policies == {"AtStartup", "WaitForWorkersReady"}

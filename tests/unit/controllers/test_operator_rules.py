@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.api import FieldError, InvalidJobError, PyTorchJob
+from kubetrain.api import FieldError, InvalidJobError, PyTorchJob, load_jobs
 from kubetrain.cli import main
 from kubetrain.cli.exitcodes import ExitCode
 from kubetrain.cli.run import _load
@@ -46,7 +46,7 @@ def _mpijob() -> dict[str, Any]:
 
 
 def _elastic_with_a_port_in_rdzv_host() -> dict[str, Any]:
-    job: dict[str, Any] = yaml.safe_load(DDP.read_text())
+    job: dict[str, Any] = load_jobs(DDP.read_text())[0].to_wire()
     job["spec"]["pytorchReplicaSpecs"].pop("Master")
     job["spec"]["elasticPolicy"] = {"rdzvHost": "etcd.infra:2379", "minReplicas": 1, "maxReplicas": 3}
     return job
@@ -72,7 +72,7 @@ def _entry_points(
 
 
 def _bad_failure_policy() -> dict[str, Any]:
-    job: dict[str, Any] = yaml.safe_load(DDP.read_text())
+    job: dict[str, Any] = load_jobs(DDP.read_text())[0].to_wire()
     job["metadata"]["annotations"] = {"kubetrain.io/failure-policy": '{"rules": [{"action": "Reboot"}]}'}
     return job
 
@@ -107,7 +107,7 @@ def test_a_rule_added_to_a_controller_is_checked_by_every_entry_point(
         return [FieldError("spec.runPolicy", "breaks a new operator rule", "follow it")]
 
     monkeypatch.setattr(PyTorchJobController, "validate", stricter)
-    said = dict(_entry_points(yaml.safe_load(DDP.read_text()), tmp_path, capsys))
+    said = dict(_entry_points(load_jobs(DDP.read_text())[0].to_wire(), tmp_path, capsys))
     for name, text in said.items():
         assert "spec.runPolicy: breaks a new operator rule" in text, f"{name}: {text}"
 
