@@ -27,6 +27,7 @@ from kubetrain.testing.operator import (
     replica_spec,
     wait_until,
 )
+from kubetrain.testing.volumes import claims_in, provide_volume
 
 pytestmark = pytest.mark.integration
 
@@ -75,11 +76,16 @@ async def _names(op: InProcessOperator, ns: str, expected: list[str]) -> bool:
 
 
 async def test_multiworker_example_retries_137_then_needs_all_workers(
-    control_plane: ControlPlane, namespace: str, operator: InProcessOperator
+    control_plane: ControlPlane, namespace: str, operator: InProcessOperator, request: pytest.FixtureRequest
 ) -> None:
-    job = yaml.safe_load((EXAMPLES / "tf-multiworker-mirrored.yaml").read_text())
+    documents = list(yaml.safe_load_all((EXAMPLES / "tf-multiworker-mirrored.yaml").read_text()))
+    for claim in claims_in(documents):  # what a provisioner would make
+        volume = provide_volume(control_plane, namespace, claim, "/tmp/ckpt")
+        request.addfinalizer(lambda v=volume: control_plane.kubectl("delete", "pv", v, "--wait=false"))
+    (job,) = (d for d in documents if d["kind"] == "TFJob")
     job["spec"]["runPolicy"]["cleanPodPolicy"] = "All"  # the file keeps its pods for `kubectl logs`
-    control_plane.kubectl("apply", "-f", "-", namespace=namespace, input=yaml.safe_dump(job))
+    job["metadata"].pop("annotations")  # its gang failure policy: this test is about restartPolicy ExitCode
+    control_plane.kubectl("apply", "-f", "-", namespace=namespace, input=yaml.safe_dump_all(documents))
     names = [f"tf-multiworker-worker-{i}" for i in range(4)]
     await wait_until(lambda: operator.running(namespace, *names), what="4 Running workers")
     old = (await operator.pods(namespace))[names[2]]["metadata"]["uid"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.api import InvalidJobError, load_valid_jobs
+from kubetrain.api import InvalidJobError, load_jobs, load_valid_jobs
 from kubetrain.api.podenums import POD_ENUMS
 from kubetrain.api.podschema import _definitions, pod_template_schema
 
@@ -26,7 +26,7 @@ CONTAINER = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0]"
 
 
 def _job() -> dict[str, Any]:
-    job: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    job: dict[str, Any] = load_jobs(EXAMPLE.read_text())[0].to_wire()
     return job
 
 

@@ -95,7 +95,7 @@ def test_submit_from_standard_input_names_it(tmp_path: Path) -> None:
 def test_run_local_refuses_several_jobs_in_one_file(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
     text = EXAMPLE.read_text()
-    path.write_text(text + "---\n" + text.replace("name: pytorch-ddp", "name: pytorch-ddp-2", 1))
+    path.write_text(text + "---\n" + text.replace("name: pytorch-ddp\n", "name: pytorch-ddp-2\n", 1))
     line = _one_line_error(kubetrain("run", "--local", str(path)), "run")
     assert f"{path} holds 2 jobs: `run --local` runs exactly one; split the file" in line
 
@@ -103,7 +103,7 @@ def test_run_local_refuses_several_jobs_in_one_file(tmp_path: Path) -> None:
 def test_submit_takes_several_jobs_in_one_file(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
     text = EXAMPLE.read_text()
-    path.write_text(text + "---\n" + text.replace("name: pytorch-ddp", "name: pytorch-ddp-2", 1))
+    path.write_text(text + "---\n" + text.replace("name: pytorch-ddp\n", "name: pytorch-ddp-2\n", 1))
     result = kubetrain("submit", "--dry-run=client", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.decode().splitlines() == [

@@ -52,7 +52,9 @@ def test_a_directory_converts_into_an_output_tree_of_the_same_names(
     v2 = ("kubeflow.org/v2beta1", "MPIJob")
     assert _kinds((out_dir / "mnist.yaml").read_text()) == [("v1", "Namespace"), v2]
     assert _kinds((out_dir / "hpc" / "intel.yaml").read_text()) == [v2, v2]
-    assert yaml.safe_load((out_dir / "already-v2.yaml").read_text()) == yaml.safe_load(V2_JOB)
+    assert list(yaml.safe_load_all((out_dir / "already-v2.yaml").read_text())) == list(
+        yaml.safe_load_all(V2_JOB)
+    )
     assert "converted 3 MPIJob(s)" in err
     # Notes name the file, the job and the v1 field.
     assert f"{tree / 'hpc' / 'intel.yaml'}: MPIJob 'impi-bench': spec.mainContainer: dropped:" in err

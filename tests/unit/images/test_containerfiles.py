@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+
+from kubetrain.api import load_jobs
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGES = ROOT / "images"
@@ -68,7 +69,7 @@ def test_the_base_is_a_build_argument_and_trainers_run_as_non_root(path: Path) -
 def test_mpi_images_serve_ssh_where_the_mpi_examples_mount_the_key() -> None:
     """The examples' MPIJobs mount the key at /home/mpiuser/.ssh, the images' non-root user's home."""
     for path in (ROOT / "examples" / "mpi").glob("*.yaml"):
-        job = yaml.safe_load(path.read_text())
+        job = load_jobs(path.read_text())[0].to_wire()
         assert job["spec"].get("sshAuthMountPath") == "/home/mpiuser/.ssh", path.name
     for name in ("trainer-mpi", "trainer-horovod", "trainer-mpich", "trainer-intelmpi"):
         text = (IMAGES / name / "Containerfile").read_text()
