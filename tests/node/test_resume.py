@@ -8,7 +8,11 @@ gang, rank 0 reads the newest checkpoint from the file's PersistentVolumeClaim (
 plane has no provisioner) and sends it to the others. Then:
 - the job Succeeds after a gang restart (its Event), every rank resumed from the same epoch;
 - every rank's final accuracy and weights digest are the uninterrupted run's;
-- fewer epochs were trained twice (begun before the kill and again after it) than the run completed.
+- fewer epochs were trained twice (begun before the kill and again after it) than the run completed;
+- the gang restarted in place: the operator (`--gang-restart=auto`, and this node's kubelet 1.36 declares
+  `RestartAllContainersOnContainerExits`) gave every rank a `RestartAllContainers` rule, no pod was
+  recreated (one UID each in a watch that ran from before the job was applied), every rank's container
+  restarted, and the ledger counts one gang restart, in place.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ import pytest
 from kubetrain.runtimes.examples.common import TRAIN_PREFIX
 from kubetrain.testing.node_plane import NodePlane
 from kubetrain.testing.process import wait_until
+from kubetrain.testing.watch import WatchLog
 
-from .examples import apply, load_example, rank_results, wait_finished
+from .examples import apply, job_state, load_example, rank_results, wait_finished
 
 pytestmark = pytest.mark.node
 
@@ -91,9 +96,13 @@ def test_a_killed_ranks_gang_resumes_and_ends_as_an_uninterrupted_run(
     ((accuracy, digest, resumed_from),) = expected
     assert resumed_from is None, reference
 
-    run(node_plane, killed, volumes_for_claims)
-    before = kill_when_training(node_plane, killed)
-    assert wait_finished(node_plane, killed, job, 900) == "Succeeded"
+    with WatchLog(node_plane.rest, f"/api/v1/namespaces/{killed}/pods") as watch:
+        run(node_plane, killed, volumes_for_claims)
+        before = kill_when_training(node_plane, killed)
+        assert wait_finished(node_plane, killed, job, 900) == "Succeeded"
+        watch.caught_up()
+    assert {n: len(u) for n, u in watch.uids().items()} == dict.fromkeys(_pods(job), 1), "a pod was recreated"
+    assert_restarted_in_place(node_plane, killed, job)
     restarts = node_plane.kubectl(
         "get", "events", "--field-selector", "reason=PyTorchJobGangRestart", "-o", "name", namespace=killed
     )
@@ -111,6 +120,22 @@ def test_a_killed_ranks_gang_resumes_and_ends_as_an_uninterrupted_run(
     twice = before & after
     assert len(twice) < 6, (before, after)
     print(f"resumed from epoch {min(resumed)}; epochs trained twice {sorted(twice)}")
+
+
+def assert_restarted_in_place(plane: NodePlane, namespace: str, job: Obj) -> None:
+    """Every rank's main container has the operator's rule and restarted; the ledger: one gang restart."""
+    status, found = plane.rest.get(f"/api/v1/namespaces/{namespace}/pods")
+    assert status == 200, found
+    pods = {p["metadata"]["name"]: p for p in found["items"]}
+    for name in _pods(job):
+        spec = next(c for c in pods[name]["spec"]["containers"] if c["name"] == CONTAINER)
+        assert [r["action"] for r in spec.get("restartPolicyRules") or []] == ["RestartAllContainers"], spec
+        main = next(c for c in pods[name]["status"]["containerStatuses"] if c["name"] == CONTAINER)
+        assert main["restartCount"] >= 1, (name, main)
+    ledger = json.loads(job_state(plane, namespace, job)["metadata"]["annotations"]["kubetrain.io/ledger"])
+    gang = ledger["gang"]
+    assert (gang["mode"], gang["restarts"]) == ("in-place", 1), gang
+    assert sum(gang["ranks"].values()) >= len(RANKS), gang
 
 
 def _pods(job: Obj) -> list[str]:
