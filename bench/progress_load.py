@@ -157,7 +157,7 @@ class PodSender(HttpSender):
 
     def _open(self) -> http.client.HTTPConnection:
         connection = super()._open()  # not connected yet: `request` connects, from `source_address`
-        connection.source_address = (self._source, 0)
+        connection.source_address = (self._source, 0)  # type: ignore[attr-defined]  # set by __init__, not in typeshed
         return connection
 
 

@@ -90,7 +90,7 @@ fi
 tail -n 1 "$node_log"
 phase "ruff";               ruff check kubetrain tests bench
 phase "ruff format";        ruff format --check kubetrain tests bench
-phase "mypy --strict";      mypy && MYPYPATH=bench mypy --strict bench/operator_scale.py bench/operator_at_rest.py bench/opbench
+phase "mypy --strict";      mypy && MYPYPATH=bench mypy --strict bench/*.py bench/opbench bench/recoverybench
 phase "import contracts";   lint-imports
 phase "generated CRDs";     kubetrain crds --check
 # With no arguments, the tiers run as three pytest sessions side by side, each with its own control plane:

@@ -17,14 +17,16 @@ def _range(values: Sequence[float], fmt: str = "{:.1f}") -> str:
 
 
 def _seconds(runs: Sequence[Run], limit: float, kill: int) -> str:
-    """The range of the `kill`th recovery over the runs, and how many did not recover within `limit`."""
+    """The range of the `kill`th recovery over the runs, and how many did not recover within `limit`; then,
+    in brackets, the range of the part until the last restarted container was running again."""
     timed = [r.seconds[kill] for r in runs if len(r.seconds) > kill]
+    kubelet = [c for r in runs if len(r.containers) > kill and (c := r.containers[kill]) is not None]
     done = [s for s in timed if s is not None]
     missing = len(timed) - len(done)
     text = _range(done) + " s" if done else "-"
     if missing:
         text += f"; {missing} of {len(timed)} not within {limit:.0f} s"
-    return text
+    return text + (f" ({_range(kubelet, '{:.0f}')} s)" if kubelet else "")
 
 
 def _set(values: Sequence[object]) -> str:
@@ -46,7 +48,7 @@ def table(rounds: Sequence[Sequence[Run]], limit: float) -> str:
     runs = [r for round_ in rounds for r in round_]
     kinds = list(dict.fromkeys(r.kind for r in runs))
     kills = max((len(r.seconds) for r in runs), default=1)
-    timed = "".join(f" kill {k + 1}: every rank training again |" for k in range(kills))
+    timed = "".join(f" kill {k + 1}: every rank training again (containers running) |" for k in range(kills))
     lines = [
         f"| kind | mode | how |{timed} pods replaced | gang restarts (ledger) | replicaStatuses restarts "
         "| container restarts | runs |",
@@ -88,7 +90,11 @@ def ratios(rounds: Sequence[Sequence[Run]], kinds: Sequence[str], kill: int) -> 
 
 
 def run_line(run: Run) -> str:
-    seconds = ", ".join("not recovered" if s is None else f"{s:.1f} s" for s in run.seconds)
+    seconds = ", ".join(
+        ("not recovered" if s is None else f"{s:.1f} s")
+        + (f" (containers running at {c:.0f} s)" if c is not None else "")
+        for s, c in zip(run.seconds, run.containers + (None,) * len(run.seconds), strict=False)
+    )
     return (
         f"  {run.kind} {run.mode.value}: {seconds}; {how(run)}; gang restarts {run.gang_restarts}; "
         f"replicaStatuses restarts {run.replica_restarts}; container restarts {run.container_restarts}"

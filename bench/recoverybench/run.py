@@ -33,6 +33,7 @@ class Run:
     kind: str
     mode: Mode
     seconds: tuple[float | None, ...]  # per kill; None: not every rank trained again within the limit
+    containers: tuple[float | None, ...]  # per kill: until the last container restarted was running again
     pods_replaced: int  # pods whose UID changed between the kill and the recovery
     pods: int
     gang_restarts: int
@@ -67,6 +68,15 @@ class Logs:
             if status == 200 and isinstance(text, str):
                 self._seen[(pod["metadata"]["uid"], started)] = train_lines(text)
         return [line for lines in self._seen.values() for line in lines]
+
+    def restarted_by(self, moment: float) -> float | None:
+        """Seconds from `moment` until the last pod with a container started after it had one running:
+        the kubelet's part of a recovery (startedAt has whole seconds); None if none restarted."""
+        first: dict[str, float] = {}
+        for uid, started in self._seen:
+            if started >= int(moment):
+                first[uid] = min(started, first.get(uid, started))
+        return max(first.values()) - moment if first else None
 
     def since(self, moment: float) -> list[TrainLine]:
         """The lines of instances started at or after `moment`."""
@@ -103,6 +113,7 @@ def measure(plane: NodePlane, kind: Kind, mode: Mode, *, epochs: int | None, lim
         plane.kubectl("apply", "-f", "-", namespace=namespace, input=yaml.safe_dump_all([*others, job]))
         logs = Logs(plane, namespace, job["metadata"]["name"], kind.container)
         seconds: list[float | None] = []
+        containers: list[float | None] = []
         before: dict[str, str] = {}
         mark = 0.0
         while len(seconds) < kills and (not seconds or seconds[-1] is not None):
@@ -114,7 +125,8 @@ def measure(plane: NodePlane, kind: Kind, mode: Mode, *, epochs: int | None, lim
             mark = time.time()
             plane.node.ctr("tasks", "kill", "-s", "SIGKILL", killed)
             seconds.append(_recovery(logs, kind, mark, limit))
-        return _figures(plane, namespace, job, logs, before, seconds, kind, mode)
+            containers.append(logs.restarted_by(mark))
+        return _figures(plane, namespace, job, logs, before, (seconds, containers), kind, mode)
     finally:
         _remove(plane, namespace)
         for volume in volumes:
@@ -162,7 +174,7 @@ def _phases(pods: list[Obj]) -> dict[str, str]:
 
 def _figures(
     plane: NodePlane, namespace: str, job: Obj, logs: Logs, before: dict[str, str],
-    seconds: list[float | None], kind: Kind, mode: Mode,
+    times: tuple[list[float | None], list[float | None]], kind: Kind, mode: Mode,
 ) -> Run:  # fmt: skip
     plural, name = job["kind"].lower() + "s", job["metadata"]["name"]
     _, found = plane.rest.get(f"/apis/{job['apiVersion']}/namespaces/{namespace}/{plural}/{name}")
@@ -171,9 +183,9 @@ def _figures(
     counts = [s.get("restarts") for s in (status.get("replicaStatuses") or {}).values()]
     pods = logs.pods()
     now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
-    restarting = next((c for c in status.get("conditions", []) if c["type"] == "Restarting"), {})
+    restarting: Obj = next((c for c in status.get("conditions", []) if c["type"] == "Restarting"), {})
     return Run(
-        kind=kind.name, mode=mode, seconds=tuple(seconds),
+        kind=kind.name, mode=mode, seconds=tuple(times[0]), containers=tuple(times[1]),
         pods_replaced=sum(1 for n, uid in before.items() if now.get(n) != uid), pods=len(before),
         gang_restarts=int(ledger.get("gang", {}).get("restarts", 0)),
         replica_restarts=_total(counts),

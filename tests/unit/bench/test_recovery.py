@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from recoverybench.cases import KINDS, Mode, job_for, load_example, policy_of
 from recoverybench.report import table
-from recoverybench.run import Run
+from recoverybench.run import Logs, Run
 from recoverybench.signal import TrainLine, all_training, first_after, recovered_after, train_lines
 
 
@@ -64,9 +65,11 @@ def test_the_mpi_launcher_gets_the_epochs_and_sshd_is_left_alone() -> None:
 def run(mode: Mode, seconds: float | None, replaced: int = 0) -> Run:
     gang = mode is Mode.RESTART_GANG
     twice = (seconds, 2 * seconds if seconds else None)
+    containers = (seconds / 2, None) if seconds and gang else ()
     return Run(
-        "PyTorchJob", mode, twice, replaced, 4, 1 if gang else 0, 1 if gang else None, 4, "", "in-place"
-    )
+        "PyTorchJob", mode, twice, containers, replaced, 4, 1 if gang else 0, 1 if gang else None, 4, "",
+        "in-place",
+    )  # fmt: skip
 
 
 def test_the_table_gives_ranges_runs_not_recovered_and_the_ratio_of_each_round() -> None:
@@ -79,6 +82,19 @@ def test_the_table_gives_ranges_runs_not_recovered_and_the_ratio_of_each_round()
     missing = "1 of 3 not within 240 s"
     each = f"| PyTorchJob | OnFailure | kubelet restarts each container | 20.0-30.0 s; {missing} |"
     assert f"{each} 40.0-60.0 s; {missing} |" in text
-    assert "| PyTorchJob | RestartGang | in-place | 4.0-6.0 s | 8.0-12.0 s | 0/4 | 1 | 1 | 4 | 3 |" in text
+    assert (
+        "| PyTorchJob | RestartGang | in-place | 4.0-6.0 s (2-3 s) | 8.0-12.0 s | 0/4 | 1 | 1 | 4 | 3 |"
+        in text
+    )
     assert "kill 1: RestartGang / OnFailure time 0.20-0.25x over 2 rounds" in text
     assert "kill 2: RestartGang / OnFailure time 0.20-0.25x over 2 rounds" in text
+
+
+def test_the_kubelets_part_ends_when_the_last_restarted_pod_had_a_container_running_again() -> None:
+    logs = Logs.__new__(Logs)
+    kill = 1000.4
+    # pod a: an instance from before the kill, then one started 3 s after it; pod b: 7 s after, then later
+    logs._seen = {("a", 990.0): [], ("a", 1003.0): [], ("b", 1007.0): [], ("b", 1020.0): []}
+    assert logs.restarted_by(kill) == pytest.approx(6.6)
+    logs._seen = {("a", 990.0): []}
+    assert logs.restarted_by(kill) is None
