@@ -12,8 +12,10 @@ under `waiting`/`until`): each is a rank restart of its replica type (`replicaSt
 Only the replica types the kind says must restart with the gang are waited for (`restarts_with_gang`: an
 MPIJob's workers run sshd and go on serving a restarted launcher). A peer that has not restarted within
 `PEER_GRACE_SECONDS` (blocked in a collective that never times out) is recreated alone: its pod is
-deleted and made again, while the others stay. The gang restart is over once no peer is waited for and
-every pod of the job is Ready again, or at the deadline; the job's Running condition returns then.
+deleted and made again, while the others stay. The job's Running condition returns once no peer is
+waited for and every pod is Ready again. The gang restart itself stays open until its deadline: a rank
+that restarts meanwhile (a peer whose first restart met a rendezvous still breaking) belongs to it too,
+so that one killed rank is one gang restart however its peers come back.
 
 Neither the kubelet's restarts the gang restart answers nor its peers' ones count toward backoffLimit.
 """
@@ -93,17 +95,24 @@ class InPlaceGang:
         """Close the open gang restart when it is over; recreate the peers still waited for at its deadline.
         None: the reconcile goes on (with the Restarting condition held while the gang restart is open)."""
         sync, state = self.sync, self.sync.ledger.gang
-        pods = sync.view.all_pods()
-        state = state.restarted(state.waiting - {p.uid for p in pods})
-        if not state.waiting and pods and all(p.ready and not p.deleting for p in pods):
-            await self.step.write(state.closed())
-            return None
+        state = state.restarted(state.waiting - {p.uid for p in sync.view.all_pods()})
         if state.until is not None and int(sync.now.timestamp()) < state.until:
-            await self.step.write(state)
+            await self.step.write(state)  # still open: a rank failing again meanwhile is part of it
+            return None
+        if self.back():
+            await self.step.write(state.closed())
             return None
         late = [(t, p) for t, facts in sync.view.pods.items() for p in facts if p.uid in state.waiting]
         await self._recreate([(t, p) for t, p in late if not p.deleting], state.closed())
         return Result(requeue_after=1.0) if late else None
+
+    def back(self) -> bool:
+        """Whether no peer is waited for any more and every pod of the job is Ready again: the gang runs
+        (the Restarting condition gives way to Running), though its restart stays open until its deadline."""
+        pods = self.sync.view.all_pods()
+        return (
+            not self.sync.ledger.gang.waiting and bool(pods) and all(p.ready and not p.deleting for p in pods)
+        )
 
     def due(self) -> float | None:
         """Seconds until the open gang restart's deadline; None when none is open."""

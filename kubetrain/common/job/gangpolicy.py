@@ -97,7 +97,7 @@ class GangStep:
         if not self.sync.ledger.gang.cascading:
             return GangOutcome()
         result = await self.in_place.settle()
-        return GangOutcome(result, restarting=self.sync.ledger.gang.cascading)
+        return GangOutcome(result, restarting=self.sync.ledger.gang.cascading and not self.in_place.back())
 
     def into_status(self, builder: StatusBuilder) -> None:
         """`replicaStatuses[type].restarts` from the ledger, for a job with a policy (else left unset)."""

@@ -102,26 +102,34 @@ async def test_one_failure_and_its_peers_restarting_in_place_are_one_gang_restar
     for name in ("toy-leader-0", "toy-worker-0", "toy-worker-2"):  # gloo breaks: each peer exits 1
         await restarted_in_place(cluster, name, 1, ready=False)
         assert not await cluster.is_true("Running"), "Restarting holds while the gang restarts"
-    await cluster.run_all()
+    for name in await cluster.pods():  # Ready again, their restart counts kept
+        ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+        await cluster.api.patch(PODS, "ns", name, {"status": ready})
+    await cluster.step()
+    assert await cluster.is_true("Running"), "the gang runs again"
+    assert "until" in await gang(cluster), "the gang restart stays open until its deadline"
+    # a peer whose first restart met a rendezvous still breaking fails again: the same gang restart
+    await restarted_in_place(cluster, "toy-worker-0", 1)
+    await cluster.step(PEER_GRACE_SECONDS)
 
     assert await uids(cluster) == before, "no pod was deleted or recreated"
     assert cluster.api.count("delete", PODS) == 0
     state = await gang(cluster)
-    assert state["restarts"] == 1, "one gang restart, not four"
-    assert state["ranks"] == {"Leader": 1, "Worker": 3}
+    assert state["restarts"] == 1, "one gang restart, not five"
+    assert state["ranks"] == {"Leader": 1, "Worker": 4}
     assert "waiting" not in state and "until" not in state, "the gang restart is over"
     assert cluster.op.counter("kubetrain_gang_restarts", reason="Error") == 1
     ranks = cluster.op.counter("kubetrain_rank_restarts", reason="Error", replica_type="Worker")
     assert (ranks, cluster.op.counter("kubetrain_rank_restarts", reason="Error", replica_type="Leader")) == (
-        3,
+        4,
         1,
     )
     assert cluster.op.events.reasons().count("ToyJobGangRestart") == 1
-    assert cluster.op.events.reasons().count("RankFailed") == 4
+    assert cluster.op.events.reasons().count("RankFailed") == 5
     assert await cluster.is_true("Running"), "the gang runs again"
     assert not await cluster.is_true("Failed"), "backoffLimit 0 is not charged by the in-place restarts"
     statuses = (await cluster.job())["status"]["replicaStatuses"]
-    assert (statuses["Leader"]["restarts"], statuses["Worker"]["restarts"]) == (1, 3)
+    assert (statuses["Leader"]["restarts"], statuses["Worker"]["restarts"]) == (1, 4)
 
 
 async def test_the_gang_restart_survives_an_operator_restart_mid_way(cluster: Cluster) -> None:
@@ -167,6 +175,7 @@ async def test_a_failure_after_the_gang_restart_is_the_next_one_up_to_the_limit(
         await restarted_in_place(cluster, name, 137 if name == "toy-worker-2" else 1)
     assert (await gang(cluster))["restarts"] == 1 and await cluster.is_true("Running")
     assert cluster.api.count("list", NODES) == 0
+    await cluster.step(PEER_GRACE_SECONDS)  # the gang restart's window is over
     await restarted_in_place(cluster, "toy-worker-0", 137)
     failed = await cluster.condition("Failed")
     assert failed is not None and failed["reason"] == "ToyJobGangRestartLimitExceeded"
