@@ -94,6 +94,12 @@ class Renderer(Generic[JobT]):
         return injection.apply(pod, api_version=info.api_version, plural=info.plural, namespace=job.namespace,
                                name=job.name)  # fmt: skip
 
+    async def before_pods(self) -> None:
+        """What must exist before the job's pods are created: the progress CA ConfigMap they mount."""
+        injection, job = self._ctl.progress, self._job
+        if injection is not None and not opted_out(job.metadata.annotations):
+            await injection.prepare(job.namespace)
+
     def services(self) -> dict[str, Callable[[], Obj]]:
         """The Services the job wants, by name, each with the function that renders its body (called only
         for the missing ones, a batch at a time): the job's own, or one per replica, by `service_mode_of`."""

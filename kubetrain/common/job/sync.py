@@ -181,6 +181,8 @@ class JobSync(Generic[JobT]):
             await self._replace(plan)
         await self._delete_pods(self.view.orphans)
         admitted = await self._sync_podgroup()
+        if admitted and any(plan.create for plan in plans.values()):
+            await self.render.before_pods()
         for rtype, plan in plans.items():
             if admitted and plan.create and self.ctl.ready_to_create(self.job, rtype, observed):
                 bodies = (self.render.pod(rtype, index) for index in plan.create)

@@ -25,7 +25,7 @@ rendered this way: running pods, an adopted job's included, are never changed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -91,6 +91,15 @@ class ProgressInjection:
     token_seconds: int = 3600
     reports: FinalReports | None = field(default=None, compare=False)
     """Where the reconcile that finishes a job finds its last report (None: written by the endpoint alone)."""
+    publish: Callable[[str], Awaitable[None]] | None = field(default=None, compare=False)
+    """Publishes the CA ConfigMap to a namespace (once; a failure is logged, not raised): `prepare`."""
+
+    async def prepare(self, namespace: str) -> None:
+        """Before a pod that reports is created in `namespace`: its CA ConfigMap is there. The kubelet
+        reads an optional ConfigMap once when it starts the pod and refreshes it only about a minute later,
+        so a pod made before the copy would fail every report of a short run."""
+        if self.publish is not None:
+            await self.publish(namespace)
 
     def apply(self, pod: Obj, *, api_version: str, plural: str, namespace: str, name: str) -> Obj:
         """A copy of `pod` with the volume, its mounts and the env in every container that reports here

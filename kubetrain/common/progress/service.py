@@ -95,7 +95,10 @@ class ProgressService:
             registry=registry,
         )
         self.injection = ProgressInjection(
-            base_url=config.url, audience=config.audience, reports=self.coalescer.final_reports
+            base_url=config.url,
+            audience=config.audience,
+            reports=self.coalescer.final_reports,
+            publish=self._publish_to,
         )
         self.keys = IssuerKeys(fetch or _no_keys, clock=manager.clock)
         self.authenticator = ProgressAuthenticator(
@@ -158,6 +161,10 @@ class ProgressService:
         namespace = objects.namespace(job)
         if namespace not in self.publisher.namespaces and not opted_out(objects.annotations(job)):
             self._namespaces.put_nowait(namespace)
+
+    async def _publish_to(self, namespace: str) -> None:
+        """Before a job's first pods (`ProgressInjection.prepare`): the namespace's CA copy, once."""
+        await self.publisher.ensure(namespace)
 
     async def _publish(self) -> None:
         while True:

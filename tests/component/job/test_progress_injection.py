@@ -4,6 +4,7 @@ reconcile that finishes a job writes its last report with the verdict."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kubetrain.api import TrainerMetric, TrainerStatus
@@ -91,3 +92,22 @@ async def test_the_last_report_and_the_verdict_are_written_in_one_status_write(c
     stored = (await cluster.job())["status"]["trainerStatus"]
     assert stored["progressPercentage"] == 100 and "estimatedRemainingSeconds" not in stored
     assert await coalescer.write_due() is None, "nothing waits any more: it is not written twice"
+
+
+async def test_the_ca_is_published_to_the_namespace_before_its_first_pod(cluster: Cluster) -> None:
+    """The kubelet reads the optional CA ConfigMap once at a pod's start (and again only about a minute
+    later): a pod made before the copy would fail every report of a short run."""
+    published: list[tuple[str, int]] = []
+
+    async def publish(namespace: str) -> None:
+        published.append((namespace, len(await cluster.pods())))
+
+    await cluster.restart_operator(progress=replace(INJECTION, publish=publish))
+    await cluster.submit(toy_job(workers=2))
+    assert len(await cluster.pods()) == 3
+    assert published and published[0] == ("ns", 0), published
+    opted_out = toy_job("quiet", workers=1)
+    opted_out["metadata"]["annotations"] = {OPT_OUT_ANNOTATION: "false"}
+    before = len(published)
+    await cluster.submit(opted_out)
+    assert len(await cluster.pods()) == 5 and len(published) == before, "an opted-out job publishes nothing"
