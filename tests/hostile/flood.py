@@ -50,12 +50,16 @@ class Flood:
         return self.deadline - time.monotonic()
 
     async def connect(self, port: int, *, tls: bool, source: str | None = None) -> Connection:
-        """A connection from the next attacking address, or from `source` (a pod of its own)."""
+        """A connection from the next attacking address, or from `source` (a pod of its own). Attackers
+        give up after 5 s. A pod waits as its client does: Transformers' `urlopen(..., timeout=5)` and the
+        Kubeflow SDK's `timeout=5` bound each socket operation, not the whole exchange, so the TCP connect
+        and the TLS handshake's two reads may take 5 s each (on a loaded machine the flood's first wave
+        of handshakes can hold the operator's loop longer than 5 s in all)."""
         return await asyncio.wait_for(
             asyncio.open_connection(
                 "127.0.0.1", port, ssl=_TLS if tls else None, local_addr=(source or next(self.peers), 0)
             ),
-            5,
+            5 if source is None else 15,
         )
 
     @contextlib.asynccontextmanager
