@@ -89,7 +89,10 @@ class Flood:
         """One request on a new connection; its answer's status counted (or abandoned at once)."""
         try:
             reader, writer = await self.connect(port, tls=tls, source=source)
-        except (OSError, TimeoutError):
+        except TimeoutError:
+            self.seen[attack]["connect-timeout"] += 1
+            return
+        except OSError:
             self.seen[attack]["connect-failed"] += 1
             return
         try:
