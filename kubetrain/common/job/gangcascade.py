@@ -13,9 +13,10 @@ Only the replica types the kind says must restart with the gang are waited for (
 MPIJob's workers run sshd and go on serving a restarted launcher). A peer that has not restarted within
 `PEER_GRACE_SECONDS` (blocked in a collective that never times out) is recreated alone: its pod is
 deleted and made again, while the others stay. The job's Running condition returns once no peer is
-waited for and every pod is Ready again. The gang restart itself stays open until its deadline: a rank
-that restarts meanwhile (a peer whose first restart met a rendezvous still breaking) belongs to it too,
-so that one killed rank is one gang restart however its peers come back.
+waited for and every pod is Ready again. The gang restart itself stays open until the trainer reports
+progress again, or its deadline: a rank that restarts meanwhile (a peer whose first restart met a
+rendezvous still breaking) belongs to it too, so that one killed rank is one gang restart however its
+peers come back.
 
 Neither the kubelet's restarts the gang restart answers nor its peers' ones count toward backoffLimit.
 """
@@ -96,7 +97,7 @@ class InPlaceGang:
         None: the reconcile goes on (with the Restarting condition held while the gang restart is open)."""
         sync, state = self.sync, self.sync.ledger.gang
         state = state.restarted(state.waiting - {p.uid for p in sync.view.all_pods()})
-        if state.until is not None and int(sync.now.timestamp()) < state.until:
+        if state.until is not None and int(sync.now.timestamp()) < state.until and not self._trained_since():
             await self.step.write(state)  # still open: a rank failing again meanwhile is part of it
             return None
         if self.back():
@@ -113,6 +114,13 @@ class InPlaceGang:
         return (
             not self.sync.ledger.gang.waiting and bool(pods) and all(p.ready and not p.deleting for p in pods)
         )
+
+    def _trained_since(self) -> bool:
+        """Whether the trainer reported progress after the gang restart began: the gang trains again, and
+        a failure from now on is a new one."""
+        since, trainer = self.sync.ledger.gang.since, self.sync.builder.status.trainer_status
+        reported = trainer.last_updated_time if trainer is not None else None
+        return since is not None and reported is not None and reported.timestamp() > since
 
     def due(self) -> float | None:
         """Seconds until the open gang restart's deadline; None when none is open."""

@@ -22,7 +22,7 @@ from kubetrain.common.job.gangcascade import PEER_GRACE_SECONDS
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION
 from kubetrain.common.kube.resources import NODES, PODS, Obj
 
-from .harness import Cluster
+from .harness import TOY, Cluster
 from .toyjob import toy_job
 
 RESTART_GANG = {"rules": [{"action": "FailJob", "onExitCodes": [2]}, {"action": "RestartGang"}]}
@@ -73,6 +73,13 @@ async def restarted_in_place(cluster: Cluster, name: str, exit_code: int, *, rea
     await cluster.step()
 
 
+async def reported_progress(cluster: Cluster) -> None:
+    """The trainer's progress report, as the endpoint writes it, stamped now."""
+    reported = cluster.clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    trainer = {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": reported}}
+    await cluster.api.patch(TOY, "ns", "toy", {"status": trainer}, subresource="status")
+
+
 def _rule_codes(pod: Obj) -> dict[str, Any] | None:
     container = pod["spec"]["containers"][0]
     rules = container.get("restartPolicyRules") or []
@@ -110,7 +117,10 @@ async def test_one_failure_and_its_peers_restarting_in_place_are_one_gang_restar
     assert "until" in await gang(cluster), "the gang restart stays open until its deadline"
     # a peer whose first restart met a rendezvous still breaking fails again: the same gang restart
     await restarted_in_place(cluster, "toy-worker-0", 1)
-    await cluster.step(PEER_GRACE_SECONDS)
+    await cluster.step(5)
+    assert "until" in await gang(cluster)
+    await reported_progress(cluster)  # the gang trains again: its restart is over, before the deadline
+    await cluster.step()
 
     assert await uids(cluster) == before, "no pod was deleted or recreated"
     assert cluster.api.count("delete", PODS) == 0
