@@ -7,9 +7,10 @@ the bounds, and `Listener` applies them to each connection before the listener's
 request:
 
 - connections: at most `per_peer` from one address and `max_connections` in all. One past a peer's cap
-  closes that peer's oldest; one past the overall cap closes the oldest of the peer holding most. So a
-  client that opens connections in a loop only ever closes its own, and a kubelet or a pod with one
-  connection keeps it;
+  closes that peer's oldest; one past the overall cap closes the oldest of the peer holding most, and
+  among equals of the one that connected last. So a client that opens connections in a loop, from one
+  address or from many, only ever closes its own or its like, and a kubelet or a pod with one connection
+  opened before the flood keeps it;
 - a request head (request line and headers) within `max_head` bytes and `max_headers` fields (431), read
   within `head_timeout` seconds; a body within `max_body` bytes (413, known from Content-Length before any
   of it is read); the whole exchange, the answer's drain included, within `request_timeout` (a client that
@@ -101,15 +102,23 @@ class _Peers:
         self._total = total
         self.by_peer: dict[str, list[asyncio.Task[None]]] = {}
         self.count = 0
+        self._admitted = 0
+        self._latest: dict[str, int] = {}  # per peer, when it last opened a connection (admission number)
 
     def admit(self, peer: str, task: asyncio.Task[None]) -> None:
         mine = self.by_peer.setdefault(peer, [])
         if len(mine) >= self._per_peer:
             self._evict(mine)
         elif self.count >= self._total:
-            self._evict(max(self.by_peer.values(), key=len))
+            # the peer holding most; among equals the one that connected last: a flood from many addresses
+            # ties at a connection or two each, and a pod that opened its one connection before it is kept
+            self._evict(
+                self.by_peer[max(self.by_peer, key=lambda p: (len(self.by_peer[p]), self._latest.get(p, 0)))]
+            )
         mine.append(task)
         self.count += 1
+        self._admitted += 1
+        self._latest[peer] = self._admitted
 
     def _evict(self, tasks: list[asyncio.Task[None]]) -> None:
         tasks.pop(0).cancel()
@@ -122,6 +131,7 @@ class _Peers:
             self.count -= 1
         if not mine:
             self.by_peer.pop(peer, None)
+            self._latest.pop(peer, None)
 
 
 def _listening(host: str, port: int) -> socket.socket:
