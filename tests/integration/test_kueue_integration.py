@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,14 @@ def policy(control_plane: ControlPlane) -> Iterator[None]:
 
 
 def refused(plane: ControlPlane, namespace: str, *args: str) -> str:
+    """The API server's refusal of `kubectl args`. It enforces a policy a moment after the policy is created
+    (its admission plugin loads policies from an informer): the request is tried with `--dry-run=server`
+    until refused, for 30 s at most, then for real."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if plane.kubectl(*args, "--dry-run=server", namespace=namespace, check=False).returncode != 0:
+            break
+        time.sleep(0.5)
     with pytest.raises(subprocess.CalledProcessError) as failed:
         plane.kubectl(*args, namespace=namespace)
     return str(failed.value.stderr)
