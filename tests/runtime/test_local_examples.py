@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.runtimes.examples.common import RESULT_PREFIX
+from kubetrain.runtimes.examples.common import RESULT_PREFIX, TRAIN_PREFIX
 
 pytestmark = pytest.mark.runtime
 
@@ -230,15 +230,11 @@ def test_exit_code_137_is_retried_under_exit_code(tmp_path: Path) -> None:
 
 
 def kill_first_incarnation(proc: subprocess.Popen[str], pod: str, *, deadline: float) -> str:
-    """Read the CLI's output until `pod`'s trainer runs, then SIGKILL it (exit 137); the output so far."""
-
-    def trains(line: str) -> bool:
-        if line.startswith(f"[pod/{pod}/") and "watchdog armed" in line:
-            time.sleep(0.5)  # into training (30 epochs take a few seconds)
-            return True
-        return False
-
-    return kill_when(proc, pod, trains, deadline=deadline)
+    """Read the CLI's output until `pod`'s trainer has taken its first training step (its `kubetrain-train`
+    line), then SIGKILL it (exit 137); the output so far."""
+    return kill_when(
+        proc, pod, lambda line: line.startswith(f"[pod/{pod}/") and TRAIN_PREFIX in line, deadline=deadline
+    )
 
 
 def kill_when(proc: subprocess.Popen[str], pod: str, when: Callable[[str], bool], *, deadline: float) -> str:
