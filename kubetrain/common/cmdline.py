@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, final
@@ -48,6 +48,9 @@ __all__ = [
     "parse_address",
     "run",
 ]
+
+_Add = Callable[..., None]
+"""`add(section, *names, **options)`: adds one flag in its section's group."""
 
 log = logging.getLogger("kubetrain.operator")
 
@@ -133,10 +136,13 @@ def add_operator_flags(
     def add(section: Section, *names: str, **options: Any) -> None:
         (sections or {}).get(section, parser).add_argument(*names, **options)
 
-    lease = defaults.lease_name or "the first kind's operator name"
-    elect = (
-        "true; --leader-elect=false or --no-leader-elect to run without" if defaults.leader_elect else "false"
-    )
+    for flags in (_connection_flags, _election_flags, _endpoint_flags, _queueing_flags):
+        flags(add, defaults)
+    return parser
+
+
+def _connection_flags(add: _Add, defaults: FlagDefaults) -> None:
+    """The API server and the namespaces watched."""
     add(
         Section.CONNECTION,
         "--kubeconfig",
@@ -163,6 +169,14 @@ def add_operator_flags(
         default=defaults.workers,
         metavar="N",
         help="jobs of one kind reconciled at the same time (default: %(default)d)",
+    )
+
+
+def _election_flags(add: _Add, defaults: FlagDefaults) -> None:
+    """Leader election."""
+    lease = defaults.lease_name or "the first kind's operator name"
+    elect = (
+        "true; --leader-elect=false or --no-leader-elect to run without" if defaults.leader_elect else "false"
     )
     add(
         Section.ELECTION,
@@ -205,6 +219,10 @@ def add_operator_flags(
             metavar="SECONDS",
             help=f"{what} (default: %(default)g)",
         )
+
+
+def _endpoint_flags(add: _Add, defaults: FlagDefaults) -> None:
+    """The probe, metrics and progress endpoints, and the logs."""
     add(
         Section.ENDPOINTS,
         "--health-probe-bind-address",
@@ -249,6 +267,10 @@ def add_operator_flags(
         default=defaults.log_level,
         help="(default: %(default)s)",
     )
+
+
+def _queueing_flags(add: _Add, defaults: FlagDefaults) -> None:
+    """Kueue's integration and how a gang restarts."""
     add(
         Section.KUEUE,
         "--kueue-integration",
@@ -275,7 +297,6 @@ def add_operator_flags(
         "(new pods), or auto (default): in place when a Ready node declares "
         "RestartAllContainersOnContainerExits",
     )
-    return parser
 
 
 def config_from_args(
