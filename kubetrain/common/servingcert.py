@@ -140,7 +140,16 @@ def generate(
             return x509.DNSName(name)
 
     key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    key_id = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    # Each certificate has a subject of its own (the key's identifier beside the common name) and names its
+    # key: a client that trusts a bundle of several (one per operator replica, all for the same names) finds
+    # the one that signed the certificate it is served; with one subject for all, OpenSSL took the first.
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+            x509.NameAttribute(NameOID.SERIAL_NUMBER, key_id.digest.hex()),
+        ]
+    )
     builder = (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -151,6 +160,8 @@ def generate(
         .not_valid_after(now + valid)
         .add_extension(x509.SubjectAlternativeName([general_name(n) for n in dict.fromkeys(names)]), False)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+        .add_extension(key_id, critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(key_id), critical=False)
     )
     if ca:
         usage = x509.KeyUsage(

@@ -111,7 +111,31 @@ def rank_results(
     try:
         wait_until(f"result lines of ranks {ranks}", complete, timeout=timeout, interval=2.0)
     except TimeoutError:
-        raise AssertionError(f"expected one result line per rank {sorted(ranks)}, found {found}") from None
+        pods = restarts(plane, namespace, pod_names(plane, namespace, job), container)
+        raise AssertionError(
+            f"expected one result line per rank {sorted(ranks)}, found {found}; restarted containers: {pods}"
+        ) from None
+    return found
+
+
+def restarts(plane: NodePlane, namespace: str, pods: list[str], container: str) -> dict[str, Obj]:
+    """For each pod whose `container` ran more than once: its restart count, how the previous run ended
+    and the end of that run's log (`kubectl logs --previous`), to tell what a missing result line became."""
+    found = {}
+    for pod in pods:
+        status, spec = plane.rest.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+        if status != 200:
+            continue
+        for state in spec.get("status", {}).get("containerStatuses", []):
+            if state["name"] == container and state.get("restartCount", 0) > 0:
+                previous = plane.kubectl(
+                    "logs", pod, "-c", container, "--previous", namespace=namespace, check=False
+                )
+                found[pod] = {
+                    "restartCount": state["restartCount"],
+                    "lastState": state.get("lastState"),
+                    "previousLog": previous.stdout[-1500:],
+                }
     return found
 
 

@@ -6,9 +6,11 @@ rotated one leave it), written only when it changes."""
 from __future__ import annotations
 
 import datetime
+import socket
 import ssl
 import subprocess
 import sys
+import threading
 from typing import Any
 
 from cryptography import x509
@@ -140,3 +142,46 @@ async def test_outside_a_cluster_the_bundle_is_this_processs_certificate_alone()
     await publisher.rotate(ours.cert_pem)
     await publisher.ensure("team-a")
     assert _certs(await api.get(CONFIGMAPS, "team-a", CA)) == _certs(ours)
+
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext, host: str) -> str:
+    """A TLS handshake over a socket pair, the client checking `host`: "ok", or the client's error."""
+    near, far = socket.socketpair()
+
+    def serve() -> None:
+        try:
+            with server.wrap_socket(far, server_side=True) as tls:
+                tls.recv(1)
+        except (ssl.SSLError, OSError):
+            pass
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        with client.wrap_socket(near, server_hostname=host):
+            return "ok"
+    except ssl.SSLCertVerificationError as err:
+        return err.verify_message
+    finally:
+        near.close()
+        thread.join(timeout=10)
+
+
+def test_a_client_that_trusts_the_bundle_verifies_every_replicas_certificate_wherever_it_stands() -> None:
+    # Every replica's certificate is for the same names. A client (OpenSSL, as Python's `ssl` and the
+    # Kubeflow clients use it) looks its issuer up by subject: with one subject for all it took the first
+    # of the bundle and refused every other ("self-signed certificate") -- the operator that rolled out
+    # after another, whose certificate stands second, was refused by every pod.
+    pairs = [pair_here() for _ in range(3)]
+    text = ""
+    for pair in pairs:
+        text = bundle(text, pair.cert_pem)
+    assert text.count("BEGIN CERTIFICATE") == 3
+    client = ssl.create_default_context(cadata=text)
+    for pair in pairs:
+        server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        load_into(server, pair)
+        assert _handshake(server, client, HOSTS[0]) == "ok"
+    stranger = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    load_into(stranger, pair_here())
+    assert _handshake(stranger, client, HOSTS[0]) == "self-signed certificate"
