@@ -97,7 +97,7 @@ class InPlaceGang:
         None: the reconcile goes on (with the Restarting condition held while the gang restart is open)."""
         sync, state = self.sync, self.sync.ledger.gang
         state = state.restarted(state.waiting - {p.uid for p in sync.view.all_pods()})
-        if state.until is not None and int(sync.now.timestamp()) < state.until and not self._trained_since():
+        if not self.over():
             await self.step.write(state)  # still open: a rank failing again meanwhile is part of it
             return None
         if self.back():
@@ -114,6 +114,12 @@ class InPlaceGang:
         return (
             not self.sync.ledger.gang.waiting and bool(pods) and all(p.ready and not p.deleting for p in pods)
         )
+
+    def over(self) -> bool:
+        """Whether the open gang restart is over: the trainer reported progress since it began, or its
+        deadline has passed (one without a deadline is over once no peer is waited for)."""
+        until = self.sync.ledger.gang.until
+        return until is None or int(self.sync.now.timestamp()) >= until or self._trained_since()
 
     def _trained_since(self) -> bool:
         """Whether the trainer reported progress after the gang restart began: the gang trains again, and

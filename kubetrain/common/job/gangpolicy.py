@@ -80,6 +80,11 @@ class GangStep:
         await self.in_place.decide()
         if self.sync.ledger.gang.draining:
             return await self._drain()
+        # an open gang restart that is over (the trainer reported progress since, or its deadline passed) is
+        # closed before the failures are judged, so that one seen in the same reconcile is a new one
+        over = self.sync.ledger.gang.cascading and self.in_place.over()
+        if over and (result := await self.in_place.settle()) is not None:
+            return GangOutcome(result)
         failures = new_failures(self.sync.view.pods, self.sync.ledger.gang)
         if (stall := self._stall()) is not None:
             failures.append(stall)

@@ -191,6 +191,27 @@ async def test_a_failure_after_the_gang_restart_is_the_next_one_up_to_the_limit(
     assert failed is not None and failed["reason"] == "ToyJobGangRestartLimitExceeded"
 
 
+async def test_a_failure_seen_with_the_first_report_since_the_gang_restart_is_the_next_one(
+    cluster: Cluster,
+) -> None:
+    # The gang trains again and its trainer reports; before any reconcile saw the report, a rank is killed
+    # again: that reconcile sees both, and the kill is a second gang restart, not part of the first.
+    await cluster.restart_operator(gang_restart=GangRestartMode.IN_PLACE)
+    before = await submitted(cluster)
+    for name in PODS_OF_TOY[::-1]:
+        await restarted_in_place(cluster, name, 137 if name == "toy-worker-2" else 1)
+    assert (await gang(cluster))["restarts"] == 1
+    await cluster.step(5)
+    await reported_progress(cluster)  # no step: the same reconcile sees the report and the next kill
+    await restarted_in_place(cluster, "toy-worker-2", 137, ready=False)
+
+    state = await gang(cluster)
+    assert state["restarts"] == 2, state
+    assert cluster.op.events.reasons().count("ToyJobGangRestart") == 2
+    assert sorted(state["waiting"]) == sorted(uid for name, uid in before.items() if name != "toy-worker-2")
+    assert await uids(cluster) == before
+
+
 @pytest.mark.parametrize("mode", [GangRestartMode.RECREATE, GangRestartMode.AUTO])
 async def test_a_job_keeps_the_mode_it_started_with(cluster: Cluster, mode: GangRestartMode) -> None:
     await declaring_node(cluster, "RestartAllContainersOnContainerExits")
