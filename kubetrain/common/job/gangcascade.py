@@ -23,6 +23,7 @@ Neither the kubelet's restarts the gang restart answers nor its peers' ones coun
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING
 
 from kubetrain.common.gangrestart import GangRestartMode
@@ -31,6 +32,7 @@ from kubetrain.common.job.failurepolicy import Action
 from kubetrain.common.job.gangfailures import RankFailure
 from kubetrain.common.job.gangstate import GangState
 from kubetrain.common.job.inplace import in_place_codes, restart_rule
+from kubetrain.common.progress.coalesce import JobKey
 from kubetrain.common.reconcile import Result
 
 if TYPE_CHECKING:
@@ -123,10 +125,20 @@ class InPlaceGang:
 
     def _trained_since(self) -> bool:
         """Whether the trainer reported progress after the gang restart began: the gang trains again, and
-        a failure from now on is a new one."""
-        since, trainer = self.sync.ledger.gang.since, self.sync.builder.status.trainer_status
-        reported = trainer.last_updated_time if trainer is not None else None
+        a failure from now on is a new one. A report still waiting to be written counts (the endpoint
+        writes a job's reports at most once per interval)."""
+        since, reported = self.sync.ledger.gang.since, self._last_report()
         return since is not None and reported is not None and reported.timestamp() > since
+
+    def _last_report(self) -> datetime.datetime | None:
+        """When the trainer last reported: its newest report, written or waiting."""
+        sync = self.sync
+        reports = [sync.builder.status.trainer_status]
+        progress = sync.ctl.progress
+        if progress is not None and progress.reports is not None:
+            reports.append(progress.reports.pending(JobKey(sync.ctl.kind, sync.job.namespace, sync.job.name)))
+        times = [r.last_updated_time for r in reports if r is not None and r.last_updated_time is not None]
+        return max(times, default=None)
 
     def due(self) -> float | None:
         """Seconds until the open gang restart's deadline; None when none is open."""

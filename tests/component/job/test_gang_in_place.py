@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 
-from kubetrain.api import RestartPolicy, RunPolicy
+from kubetrain.api import RestartPolicy, RunPolicy, TrainerStatus
 from kubetrain.common.errors import Forbidden
 from kubetrain.common.gangrestart import GangRestartMode
 from kubetrain.common.job.failurepolicy import FAILURE_POLICY_ANNOTATION
 from kubetrain.common.job.gangcascade import PEER_GRACE_SECONDS
 from kubetrain.common.job.ledger import LEDGER_ANNOTATION
 from kubetrain.common.kube.resources import NODES, PODS, Obj
+from kubetrain.common.progress.coalesce import Coalescer, JobKey
+from kubetrain.common.progress.inject import ProgressInjection
 
 from .harness import TOY, Cluster
 from .toyjob import toy_job
@@ -191,18 +193,26 @@ async def test_a_failure_after_the_gang_restart_is_the_next_one_up_to_the_limit(
     assert failed is not None and failed["reason"] == "ToyJobGangRestartLimitExceeded"
 
 
+@pytest.mark.parametrize("report", ["written", "waiting"])
 async def test_a_failure_seen_with_the_first_report_since_the_gang_restart_is_the_next_one(
-    cluster: Cluster,
+    cluster: Cluster, report: str
 ) -> None:
     # The gang trains again and its trainer reports; before any reconcile saw the report, a rank is killed
-    # again: that reconcile sees both, and the kill is a second gang restart, not part of the first.
-    await cluster.restart_operator(gang_restart=GangRestartMode.IN_PLACE)
+    # again: that reconcile sees both, and the kill is a second gang restart, not part of the first. The
+    # report may still wait in the endpoint's coalescer (one status write per job per 10 s).
+    coalescer = Coalescer(cluster.api, interval=10.0, clock=cluster.clock)
+    injection = ProgressInjection("https://op:8443", reports=coalescer)
+    await cluster.restart_operator(gang_restart=GangRestartMode.IN_PLACE, progress=injection)
     before = await submitted(cluster)
     for name in PODS_OF_TOY[::-1]:
         await restarted_in_place(cluster, name, 137 if name == "toy-worker-2" else 1)
     assert (await gang(cluster))["restarts"] == 1
     await cluster.step(5)
-    await reported_progress(cluster)  # no step: the same reconcile sees the report and the next kill
+    if report == "written":
+        await reported_progress(cluster)  # no step: the same reconcile sees the report and the next kill
+    else:
+        key = JobKey(cluster.op.controller.kind, "ns", "toy")
+        coalescer.offer(key, TrainerStatus(progress_percentage=40, last_updated_time=cluster.clock.now()))
     await restarted_in_place(cluster, "toy-worker-2", 137, ready=False)
 
     state = await gang(cluster)
