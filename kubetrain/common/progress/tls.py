@@ -16,12 +16,15 @@ in the same ConfigMap of the operator's own namespace (`home`), keeping the othe
 so a certificate someone adds to a namespace's copy is never kept. The copies are watched (label
 `kubetrain.io/progress-ca`): one changed or deleted is written again at once, with no restart. Outside a
 cluster (no home namespace) the bundle is this process's certificate alone. After a rotation the ConfigMaps
-are updated; the kubelet refreshes mounted ConfigMaps within a minute or so. The bundle's certificates are
+are updated; the kubelet refreshes mounted ConfigMaps within a minute or so. A namespace asked for
+before the process's first certificate is made waits for it (pods are created once their CA is
+published): a bundle without it is never published. The bundle's certificates are
 read by OpenSSL through `ssl`, not `cryptography`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import logging
@@ -55,6 +58,8 @@ LABEL = "kubetrain.io/progress-ca"
 LABELS = {"app.kubernetes.io/managed-by": "kubetrain", LABEL: "true"}
 MAX_BUNDLE = 8
 """Certificates kept in a namespace's bundle: one per live operator replica, and some to spare."""
+FIRST_CERTIFICATE_WAIT = 10.0
+"""Seconds `ensure` waits, at start, for the process's first certificate (made in about a second)."""
 _KEY_BEGIN = b"-----BEGIN PRIVATE KEY-----"
 
 
@@ -100,6 +105,11 @@ class CaPublisher:
         self._text = cert_pem.decode()
         """The bundle the namespaces get: the home ConfigMap's, as last read or written."""
         self._done: set[str] = set()
+        self._asked: set[str] = set()
+        """Namespaces asked for before this process had its first certificate: published at `rotate`."""
+        self._made = asyncio.Event()
+        if cert_pem:
+            self._made.set()
 
     @property
     def namespaces(self) -> frozenset[str]:
@@ -113,10 +123,20 @@ class CaPublisher:
     def text(self) -> str:
         return self._text
 
-    async def ensure(self, namespace: str) -> None:
-        """Publish to `namespace` once (a failure is logged, and retried at the next call)."""
+    async def ensure(self, namespace: str, *, wait: float = FIRST_CERTIFICATE_WAIT) -> None:
+        """Publish to `namespace` once (a failure is logged, and retried at the next call). Before this
+        process has its first certificate, waits up to `wait` seconds for it: a bundle without it is
+        never written (pods would mount a CA that cannot verify the endpoint); past that, the namespace is
+        published once the certificate is made."""
         if namespace in self._done:
             return
+        if not self._made.is_set():
+            self._asked.add(namespace)
+            try:
+                await asyncio.wait_for(self._made.wait(), wait)
+            except TimeoutError:
+                log.warning("no progress certificate yet: the CA goes to %s once it is made", namespace)
+                return
         try:
             await self._read_home()
             await self._write(namespace, lambda current: self._text)
@@ -145,7 +165,8 @@ class CaPublisher:
                 await self._write(self._home, self._registered)
             except ApiError as err:
                 log.warning("cannot register the progress CA in %s/%s: %s", self._home, self._name, err)
-        published, self._done = self._done, set()
+        self._made.set()
+        published, self._done, self._asked = self._done | self._asked, set(), set()
         for namespace in sorted(published):
             await self.ensure(namespace)
 

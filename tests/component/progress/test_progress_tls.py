@@ -5,6 +5,7 @@ rotated one leave it), written only when it changes."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import socket
 import ssl
@@ -130,6 +131,24 @@ async def test_a_certificate_a_user_adds_is_not_kept_and_a_deleted_copy_is_writt
     assert publisher.changed("team-a", None)
     await publisher.ensure("team-a")
     assert _certs(await api.get(CONFIGMAPS, "team-a", CA)) == _certs(ours)
+
+
+async def test_a_namespace_asked_for_before_the_first_certificate_never_gets_an_empty_bundle() -> None:
+    # At start the operator makes its certificate in a child process while the controllers already create
+    # pods: a namespace asked for meanwhile waits for it (the pods mount what is published when they
+    # start), and one asked for past the wait is published with it, never with an empty ca.crt.
+    api, ours = InMemoryApiClient(), pair_here()
+    publisher = CaPublisher(api, b"", home=HOME)
+    waiting = asyncio.ensure_future(publisher.ensure("team-a"))
+    gave_up = asyncio.ensure_future(publisher.ensure("team-b", wait=0.01))
+    await asyncio.sleep(0.05)
+    assert gave_up.done() and not waiting.done()
+    assert [cm for ns in ("team-a", "team-b") for cm in (await api.list(CONFIGMAPS, ns)).items] == []
+    await publisher.rotate(ours.cert_pem)
+    await waiting
+    for namespace in ("team-a", "team-b"):
+        assert _certs(await api.get(CONFIGMAPS, namespace, CA)) == _certs(ours)
+    assert publisher.namespaces == {"team-a", "team-b"}
 
 
 async def test_outside_a_cluster_the_bundle_is_this_processs_certificate_alone() -> None:
