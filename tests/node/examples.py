@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -97,15 +99,78 @@ def kubectl_results(plane: NodePlane, namespace: str, pods: list[str], container
     return found
 
 
+class InstanceLogs:
+    """`with InstanceLogs(plane, namespace, job, container) as logs:` follows the log of every instance of
+    `container` in the job's pods (`kubectl logs -f`, from the moment the instance runs), so that what an
+    instance printed is kept after the kubelet removed it: a restart of all containers in place removes the
+    old instances with their logs. Seen on the real node: a worker of a finished PyTorchJob restarted in
+    place after printing its result line (restartCount 1, lastState `RestartingAllContainers`)."""
+
+    def __init__(self, plane: NodePlane, namespace: str, job: Obj, container: str) -> None:
+        self._plane, self._namespace, self._container = plane, namespace, container
+        self._selector = f"training.kubeflow.org/job-name={job['metadata']['name']}"
+        self._files: dict[str, Path] = {}
+        self._followers: list[subprocess.Popen[bytes]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._dir = Path(tempfile.mkdtemp(prefix="instance-logs-"))
+
+    def __enter__(self) -> InstanceLogs:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        for follower in self._followers:
+            follower.terminate()
+            follower.wait(timeout=10)
+
+    def text(self) -> str:
+        """Every followed instance's log so far (whole lines), one after the other."""
+        texts = (path.read_text(errors="replace") for path in list(self._files.values()))
+        return "".join(text[: text.rfind("\n") + 1] for text in texts)  # a line being written waits
+
+    def _poll(self) -> None:
+        path = f"/api/v1/namespaces/{self._namespace}/pods?labelSelector={self._selector}"
+        while not self._stop.wait(0.3):
+            status, found = self._plane.rest.get(path)
+            for pod in found.get("items", []) if status == 200 else []:
+                for state in pod.get("status", {}).get("containerStatuses") or []:
+                    started = {"running", "terminated"} & set(state.get("state") or {})
+                    instance = state.get("containerID")
+                    ours = state["name"] == self._container and started
+                    if ours and instance and instance not in self._files:
+                        self._follow(pod["metadata"]["name"], instance)
+
+    def _follow(self, pod: str, instance: str) -> None:
+        path = self._dir / f"{len(self._files)}.log"
+        self._files[instance] = path
+        argv = [str(self._plane.binaries.kubectl), f"--kubeconfig={self._plane.kubeconfig}", "logs", "-f",
+                pod, "-c", self._container, "-n", self._namespace]  # fmt: skip
+        with path.open("wb") as out:
+            self._followers.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL))
+
+
 def rank_results(
-    plane: NodePlane, namespace: str, job: Obj, container: str, ranks: list[int], timeout: float = 120.0
+    plane: NodePlane,
+    namespace: str,
+    job: Obj,
+    container: str,
+    ranks: list[int],
+    timeout: float = 120.0,
+    logs: InstanceLogs | None = None,
 ) -> list[Obj]:
     """The result lines of the job's pods once their ranks are exactly `ranks` (a replica may print its line
-    a moment after the job's verdict); on timeout, the test fails with the ranks it found."""
+    a moment after the job's verdict), from `logs` when given (every instance), else from each pod's
+    current instance; on timeout, the test fails with the ranks it found."""
     found: list[Obj] = []
 
     def complete() -> bool:
-        found[:] = kubectl_results(plane, namespace, pod_names(plane, namespace, job), container)
+        if logs is not None:
+            found[:] = results(logs.text())
+        else:
+            found[:] = kubectl_results(plane, namespace, pod_names(plane, namespace, job), container)
         return Counter(r.get("rank") for r in found) == Counter(ranks)
 
     try:

@@ -17,8 +17,10 @@ import pytest
 from kubetrain.testing.node_plane import NodePlane
 
 from .examples import (
+    InstanceLogs,
     apply,
     job_state,
+    kubectl_results,
     kubetrain_logs,
     load_example,
     pod_names,
@@ -123,19 +125,22 @@ def test_example_trains_to_succeeded_in_real_containers(
     sampling: AbstractContextManager[list[Row]] = (
         printer_columns(node_plane, namespace, job) if example.watched else nullcontext([])
     )
-    with sampling as rows:
+    with sampling as rows, InstanceLogs(node_plane, namespace, job, example.container) as logs:
         verdict = wait_finished(node_plane, namespace, job, example.timeout)
-    if example.outlives:
-        wait_pod_finished(node_plane, namespace, f"{job['metadata']['name']}-{example.outlives}", 300.0)
-    pods = pod_names(node_plane, namespace, job)
-    assert verdict == "Succeeded", {
-        p: node_plane.kubectl("logs", p, namespace=namespace, check=False).stdout[-2000:] for p in pods
-    }
-    found = rank_results(node_plane, namespace, job, example.container, list(example.ranks))
+        if example.outlives:
+            wait_pod_finished(node_plane, namespace, f"{job['metadata']['name']}-{example.outlives}", 300.0)
+        pods = pod_names(node_plane, namespace, job)
+        assert verdict == "Succeeded", {
+            p: node_plane.kubectl("logs", p, namespace=namespace, check=False).stdout[-2000:] for p in pods
+        }
+        found = rank_results(node_plane, namespace, job, example.container, list(example.ranks), logs=logs)
     assert_trained_alike(found)
     wait_cleaned(node_plane, namespace, job)
+    # `kubetrain logs` reads each pod's current instance, as `kubectl logs` does
+    current = kubectl_results(node_plane, namespace, pod_names(node_plane, namespace, job), example.container)
     via_cli = results(kubetrain_logs(node_plane, namespace, job))
-    assert sorted(map(str, via_cli)) == sorted(map(str, found))
+    assert sorted(map(str, via_cli)) == sorted(map(str, current))
+    assert all(r in found for r in current), (current, found)
     if example.watched:
         rank0 = next(r for r in found if r["rank"] == 0)
         print(f"rank 0 trained {rank0['epochs']} epochs in {rank0['seconds']} s")

@@ -28,7 +28,7 @@ from kubetrain.testing.node_plane import NodePlane
 from kubetrain.testing.process import wait_until
 from kubetrain.testing.watch import WatchLog
 
-from .examples import apply, job_state, load_example, rank_results, wait_finished
+from .examples import InstanceLogs, apply, job_state, load_example, rank_results, wait_finished
 
 pytestmark = pytest.mark.node
 
@@ -89,25 +89,29 @@ def test_a_killed_ranks_gang_resumes_and_ends_as_an_uninterrupted_run(
     trainer_images("pytorch")
     whole, killed = namespace_on_node, second_namespace
     job = run(node_plane, whole, volumes_for_claims)
-    assert wait_finished(node_plane, whole, job, 900) == "Succeeded"
-    reference = rank_results(node_plane, whole, job, CONTAINER, RANKS)
+    with InstanceLogs(node_plane, whole, job, CONTAINER) as logs:
+        assert wait_finished(node_plane, whole, job, 900) == "Succeeded"
+        reference = rank_results(node_plane, whole, job, CONTAINER, RANKS, logs=logs)
     expected = {(r["accuracy"], r["weights_sha256"], r["resumed_from"]) for r in reference}
     assert len(expected) == 1, reference
     ((accuracy, digest, resumed_from),) = expected
     assert resumed_from is None, reference
 
-    with WatchLog(node_plane.rest, f"/api/v1/namespaces/{killed}/pods") as watch:
+    with (
+        WatchLog(node_plane.rest, f"/api/v1/namespaces/{killed}/pods") as watch,
+        InstanceLogs(node_plane, killed, job, CONTAINER) as logs,
+    ):
         run(node_plane, killed, volumes_for_claims)
         before = kill_when_training(node_plane, killed)
         assert wait_finished(node_plane, killed, job, 900) == "Succeeded"
         watch.caught_up()
+        found = rank_results(node_plane, killed, job, CONTAINER, RANKS, logs=logs)
     assert {n: len(u) for n, u in watch.uids().items()} == dict.fromkeys(_pods(job), 1), "a pod was recreated"
     assert_restarted_in_place(node_plane, killed, job)
     restarts = node_plane.kubectl(
         "get", "events", "--field-selector", "reason=PyTorchJobGangRestart", "-o", "name", namespace=killed
     )
     assert restarts.stdout.split(), "no gang restart Event"
-    found = rank_results(node_plane, killed, job, CONTAINER, RANKS)
     resumed = {r["resumed_from"] for r in found}
     assert len(resumed) == 1 and KILL_AT <= min(resumed) < 6, found
     for r in found:

@@ -68,6 +68,8 @@ class PodFacts:
     restarted_all: bool = False
     """That previous run's exit matched a `RestartAllContainers` rule of the main container: the kubelet
     restarted every container of the pod in place (`kubetrain.common.job.inplace`)."""
+    running_since: datetime | None = None
+    """When the main container's current run started (`state.running.startedAt`); None: not running."""
 
     @property
     def deleting(self) -> bool:
@@ -95,6 +97,7 @@ class PodFacts:
             exit_reason=str((_terminated(pod, main_container, "state") or {}).get("reason") or ""),
             last_exit=(last := _ended(_terminated(pod, main_container, "lastState"))),
             restarted_all=last is not None and _restarts_all(pod, main_container, last[0]),
+            running_since=_running_since(pod, main_container),
         )
 
 
@@ -194,6 +197,15 @@ def _terminated(pod: Mapping[str, Any], main_container: str | None, which: str) 
         if state.get("name") == target:
             terminated: Mapping[str, Any] | None = (state.get(which) or {}).get("terminated")
             return terminated
+    return None
+
+
+def _running_since(pod: Mapping[str, Any], main_container: str | None) -> datetime | None:
+    target = (_main(pod, main_container) or {}).get("name")
+    for state in (pod.get("status") or {}).get("containerStatuses") or ():
+        if state.get("name") == target:
+            started = ((state.get("state") or {}).get("running") or {}).get("startedAt")
+            return _TIME.validate_python(started) if started else None
     return None
 
 

@@ -99,7 +99,9 @@ class InPlaceGang:
         None: the reconcile goes on (with the Restarting condition held while the gang restart is open)."""
         sync, state = self.sync, self.sync.ledger.gang
         state = state.restarted(state.waiting - {p.uid for p in sync.view.all_pods()})
-        if not self.over():
+        if state.back is None and not state.waiting and (last := self._last_start()) is not None:
+            state = state.came_back(int(last.timestamp()))
+        if not self._over(state):
             await self.step.write(state)  # still open: a rank failing again meanwhile is part of it
             return None
         if self.back():
@@ -118,17 +120,28 @@ class InPlaceGang:
         )
 
     def over(self) -> bool:
-        """Whether the open gang restart is over: the trainer reported progress since it began, or its
-        deadline has passed (one without a deadline is over once no peer is waited for)."""
-        until = self.sync.ledger.gang.until
-        return until is None or int(self.sync.now.timestamp()) >= until or self._trained_since()
+        """Whether the open gang restart is over: the trainer reported progress since every rank ran again,
+        or its deadline has passed (one without a deadline is over once no peer is waited for)."""
+        return self._over(self.sync.ledger.gang)
 
-    def _trained_since(self) -> bool:
-        """Whether the trainer reported progress after the gang restart began: the gang trains again, and
-        a failure from now on is a new one. A report still waiting to be written counts (the endpoint
-        writes a job's reports at most once per interval)."""
-        since, reported = self.sync.ledger.gang.since, self._last_report()
-        return since is not None and reported is not None and reported.timestamp() > since
+    def _over(self, state: GangState) -> bool:
+        return state.until is None or int(self.sync.now.timestamp()) >= state.until or self._trained(state)
+
+    def _trained(self, state: GangState) -> bool:
+        """Whether the trainer reported progress after every rank of the gang restart ran again (`back`):
+        the gang trains again, and a failure from now on is a new one. A report from before (rank 0
+        finishing the step it was in when a peer died) does not count. A report still waiting to be
+        written counts (the endpoint writes a job's reports at most once per interval)."""
+        reported = self._last_report()
+        return state.back is not None and reported is not None and reported.timestamp() > state.back
+
+    def _last_start(self) -> datetime.datetime | None:
+        """When the last of the ranks that restart with the gang started running; None while one is not
+        running."""
+        starts = [p.running_since for p in self._must_restart()]
+        if not starts or any(s is None for s in starts):
+            return None
+        return max(s for s in starts if s is not None)
 
     def _last_report(self) -> datetime.datetime | None:
         """When the trainer last reported: its newest report, written or waiting."""

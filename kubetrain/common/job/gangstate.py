@@ -18,7 +18,9 @@ Stored under the ledger's `gang` key (`kubetrain.common.job.ledger`), only once 
 - `mode`: how this job's gang restarts (`in-place` or `recreate`, `kubetrain.common.job.inplace`), decided
   when its pods are first made and kept for its life;
 - `waiting`, `until`: an in-place gang restart still open (`kubetrain.common.job.gangcascade`): the pods
-  of its peers that have not restarted yet, and when (Unix seconds) those left are recreated instead.
+  of its peers that have not restarted yet, and when (Unix seconds) those left are recreated instead;
+- `back`: when every rank of that open gang restart ran again (the newest start, Unix seconds): a progress
+  report after it means the gang trains again.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class GangState:
     mode: str | None = None
     waiting: frozenset[str] = frozenset()
     until: int | None = None
+    back: int | None = None
 
     @property
     def cascading(self) -> bool:
@@ -58,7 +61,7 @@ class GangState:
         """Read the ledger's `gang` value; raises ValueError/TypeError/AttributeError when malformed."""
         if not data:
             return cls()
-        since, until, mode = data.get("since"), data.get("until"), data.get("mode")
+        since, until, mode, back = data.get("since"), data.get("until"), data.get("mode"), data.get("back")
         return cls(
             restarts=max(int(data.get("restarts", 0)), 0),
             ignored=max(int(data.get("ignored", 0)), 0),
@@ -69,6 +72,7 @@ class GangState:
             mode=str(mode) if mode is not None else None,
             waiting=frozenset(str(u) for u in data.get("waiting") or ()),
             until=int(until) if until is not None else None,
+            back=int(back) if back is not None else None,
         )
 
     def wire(self) -> dict[str, Any] | None:
@@ -90,6 +94,8 @@ class GangState:
             data["waiting"] = sorted(self.waiting)
         if self.until is not None:
             data["until"] = self.until
+        if self.back is not None:
+            data["back"] = self.back
         return data
 
     def judged(self, uid: str, failures: int, rtype: str) -> GangState:
@@ -128,12 +134,18 @@ class GangState:
     def in_place_restart(self, waiting: Iterable[str], now: int, until: int) -> GangState:
         """One more gang restart, done in place: `waiting` are the peers that must still restart, by
         `until`. What was judged stays judged: the pods are the same."""
-        return replace(self, restarts=self.restarts + 1, since=now, waiting=frozenset(waiting), until=until)
+        return replace(
+            self, restarts=self.restarts + 1, since=now, waiting=frozenset(waiting), until=until, back=None
+        )
 
     def restarted(self, uids: Iterable[str]) -> GangState:
         """The peers `uids` have restarted (or are gone): none of them is waited for any more."""
         return replace(self, waiting=self.waiting - frozenset(uids))
 
+    def came_back(self, at: int) -> GangState:
+        """Every rank of the open gang restart runs again, the last since `at`."""
+        return replace(self, back=at)
+
     def closed(self) -> GangState:
         """The in-place gang restart is over: later failures are new ones."""
-        return replace(self, waiting=frozenset(), until=None)
+        return replace(self, waiting=frozenset(), until=None, back=None)

@@ -66,7 +66,7 @@ async def restarted_in_place(cluster: Cluster, name: str, exit_code: int, *, rea
             {
                 "name": "toy",
                 "restartCount": count,
-                "state": {"running": {}},
+                "state": {"running": {"startedAt": _now(cluster)}},
                 "lastState": {"terminated": {"exitCode": exit_code, "reason": "Error"}},
             }
         ],
@@ -75,10 +75,13 @@ async def restarted_in_place(cluster: Cluster, name: str, exit_code: int, *, rea
     await cluster.step()
 
 
+def _now(cluster: Cluster) -> str:
+    return cluster.clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
 async def reported_progress(cluster: Cluster) -> None:
     """The trainer's progress report, as the endpoint writes it, stamped now."""
-    reported = cluster.clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    trainer = {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": reported}}
+    trainer = {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": _now(cluster)}}
     await cluster.api.patch(TOY, "ns", "toy", {"status": trainer}, subresource="status")
 
 
@@ -191,6 +194,28 @@ async def test_a_failure_after_the_gang_restart_is_the_next_one_up_to_the_limit(
     await restarted_in_place(cluster, "toy-worker-0", 137)
     failed = await cluster.condition("Failed")
     assert failed is not None and failed["reason"] == "ToyJobGangRestartLimitExceeded"
+
+
+async def test_a_report_from_before_the_peers_restarted_does_not_end_it(cluster: Cluster) -> None:
+    # Rank 0 finishes the step it was in when a peer died and reports it: the gang does not train again
+    # yet, and the peers' restarts that follow belong to the same gang restart.
+    await cluster.restart_operator(gang_restart=GangRestartMode.IN_PLACE)
+    await submitted(cluster)
+    await cluster.step(1)
+    await restarted_in_place(cluster, "toy-worker-2", 137, ready=False)
+    await cluster.step(1)
+    await reported_progress(cluster)
+    await cluster.step(1)
+    for name in ("toy-leader-0", "toy-worker-0", "toy-worker-1"):
+        await cluster.step(1)
+        await restarted_in_place(cluster, name, 1)
+    state = await gang(cluster)
+    assert state["restarts"] == 1, state
+    assert state["ranks"] == {"Leader": 1, "Worker": 3}, state
+    await cluster.step(2)
+    await reported_progress(cluster)  # after every rank runs again: the gang restart is over
+    await cluster.step()
+    assert "until" not in await gang(cluster)
 
 
 @pytest.mark.parametrize("report", ["written", "waiting"])
