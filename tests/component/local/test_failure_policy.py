@@ -12,11 +12,17 @@ from kubetrain.runtimes.local.runner import Outcome
 from .conftest import Runner, python, pytorch_job, replica
 
 
-def killed_on_first_run(flag: Path) -> list[str]:
-    """Kills itself with SIGKILL on its first run (leaving `flag`); a later run creates `flag`.done."""
+def killed_on_first_run(flag: Path, runs: Path) -> list[str]:
+    """Kills itself with SIGKILL on its first run (leaving `flag`); a later run waits (up to 60 s) until the
+    master started twice (`runs`), then creates `flag`.done: the local kubelet restarts this container at
+    once, and without the wait it could end the job before the operator restarted the gang."""
     return python(
-        f"import os, pathlib, signal; f = pathlib.Path({str(flag)!r})\n"
-        f"if f.exists(): print('second run'); f.with_suffix('.done').touch(); raise SystemExit(0)\n"
+        f"import os, pathlib, signal, time\n"
+        f"f, runs = pathlib.Path({str(flag)!r}), pathlib.Path({str(runs)!r})\n"
+        f"if f.exists():\n"
+        f"    print('second run', flush=True); t = time.monotonic() + 60\n"
+        f"    while len(runs.read_text().splitlines()) < 2 and time.monotonic() < t: time.sleep(0.1)\n"
+        f"    f.with_suffix('.done').touch(); raise SystemExit(0)\n"
         f"f.touch(); print('first run', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
     )
 
@@ -37,7 +43,7 @@ async def test_a_killed_rank_restarts_the_whole_local_gang(runner: Runner, tmp_p
         "gang",
         {
             "Master": replica(counts_runs_until(flag.with_suffix(".done"), runs)),
-            "Worker": replica(killed_on_first_run(flag)),
+            "Worker": replica(killed_on_first_run(flag, runs)),
         },
         run_policy={"backoffLimit": 0},
     )
