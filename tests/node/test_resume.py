@@ -106,7 +106,8 @@ def test_a_killed_ranks_gang_resumes_and_ends_as_an_uninterrupted_run(
         assert wait_finished(node_plane, killed, job, 900) == "Succeeded"
         watch.caught_up()
         found = rank_results(node_plane, killed, job, CONTAINER, RANKS, logs=logs)
-    assert {n: len(u) for n, u in watch.uids().items()} == dict.fromkeys(_pods(job), 1), "a pod was recreated"
+    made = {n: len(u) for n, u in watch.uids().items()}
+    assert made == dict.fromkeys(_pods(job), 1), f"a pod was recreated: {made}\n{_story(node_plane, killed)}"
     assert_restarted_in_place(node_plane, killed, job)
     restarts = node_plane.kubectl(
         "get", "events", "--field-selector", "reason=PyTorchJobGangRestart", "-o", "name", namespace=killed
@@ -140,6 +141,19 @@ def assert_restarted_in_place(plane: NodePlane, namespace: str, job: Obj) -> Non
     gang = ledger["gang"]
     assert (gang["mode"], gang["restarts"]) == ("in-place", 1), gang
     assert sum(gang["ranks"].values()) >= len(RANKS), gang
+
+
+def _story(plane: NodePlane, namespace: str) -> str:
+    """What happened to the job, for a failure's message: its Events in order, and the operator's log."""
+    events = plane.kubectl(
+        "get", "events", "--sort-by=.lastTimestamp", "-o",
+        "custom-columns=AT:.lastTimestamp,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message",
+        namespace=namespace, check=False,
+    ).stdout  # fmt: skip
+    log = plane.kubectl(
+        "logs", "deployment/kubetrain-operator", "--tail=60", namespace="kubetrain-system", check=False
+    ).stdout
+    return f"events:\n{events[-6000:]}\noperator log:\n{log[-8000:]}"
 
 
 def _pods(job: Obj) -> list[str]:
