@@ -190,23 +190,25 @@ def _restarts_all(pod: Mapping[str, Any], main_container: str | None, code: int 
     return False
 
 
-def _terminated(pod: Mapping[str, Any], main_container: str | None, which: str) -> Mapping[str, Any] | None:
-    """`state.terminated` (or `lastState.terminated`) of the main container: the named one, else the first."""
+def _main_status(pod: Mapping[str, Any], main_container: str | None) -> Mapping[str, Any]:
+    """The main container's entry of `containerStatuses` (the named one, else the first); {} if none."""
     target = (_main(pod, main_container) or {}).get("name")
     for state in (pod.get("status") or {}).get("containerStatuses") or ():
         if state.get("name") == target:
-            terminated: Mapping[str, Any] | None = (state.get(which) or {}).get("terminated")
-            return terminated
-    return None
+            return dict(state)
+    return {}
+
+
+def _terminated(pod: Mapping[str, Any], main_container: str | None, which: str) -> Mapping[str, Any] | None:
+    """`state.terminated` (or `lastState.terminated`) of the main container: the named one, else the first."""
+    state = _main_status(pod, main_container).get(which) or {}
+    terminated: Mapping[str, Any] | None = state.get("terminated")
+    return terminated
 
 
 def _running_since(pod: Mapping[str, Any], main_container: str | None) -> datetime | None:
-    target = (_main(pod, main_container) or {}).get("name")
-    for state in (pod.get("status") or {}).get("containerStatuses") or ():
-        if state.get("name") == target:
-            started = ((state.get("state") or {}).get("running") or {}).get("startedAt")
-            return _TIME.validate_python(started) if started else None
-    return None
+    started = ((_main_status(pod, main_container).get("state") or {}).get("running") or {}).get("startedAt")
+    return _TIME.validate_python(started) if started else None
 
 
 def _ended(terminated: Mapping[str, Any] | None) -> tuple[int | None, str] | None:
