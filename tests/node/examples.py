@@ -109,7 +109,7 @@ class InstanceLogs:
     def __init__(self, plane: NodePlane, namespace: str, job: Obj, container: str) -> None:
         self._plane, self._namespace, self._container = plane, namespace, container
         self._selector = f"training.kubeflow.org/job-name={job['metadata']['name']}"
-        self._files: dict[str, Path] = {}
+        self._files: dict[tuple[str, str], Path] = {}
         self._followers: list[subprocess.Popen[bytes]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
@@ -131,6 +131,15 @@ class InstanceLogs:
         texts = (path.read_text(errors="replace") for path in list(self._files.values()))
         return "".join(text[: text.rfind("\n") + 1] for text in texts)  # a line being written waits
 
+    def tails(self, lines: int = 12) -> str:
+        """The last `lines` lines of every followed instance, each under its pod's name, in the order the
+        instances started: what a rank printed before it failed, for a failure's message."""
+        parts = []
+        for (pod, _), path in list(self._files.items()):
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            parts.append("\n".join([f"== {pod} (instance {path.stem})", *tail]))
+        return "\n".join(parts)
+
     def _poll(self) -> None:
         path = f"/api/v1/namespaces/{self._namespace}/pods?labelSelector={self._selector}"
         while not self._stop.wait(0.3):
@@ -140,12 +149,12 @@ class InstanceLogs:
                     started = {"running", "terminated"} & set(state.get("state") or {})
                     instance = state.get("containerID")
                     ours = state["name"] == self._container and started
-                    if ours and instance and instance not in self._files:
+                    if ours and instance and (pod["metadata"]["name"], instance) not in self._files:
                         self._follow(pod["metadata"]["name"], instance)
 
     def _follow(self, pod: str, instance: str) -> None:
         path = self._dir / f"{len(self._files)}.log"
-        self._files[instance] = path
+        self._files[pod, instance] = path
         argv = [str(self._plane.binaries.kubectl), f"--kubeconfig={self._plane.kubeconfig}", "logs", "-f",
                 pod, "-c", self._container, "-n", self._namespace]  # fmt: skip
         with path.open("wb") as out:

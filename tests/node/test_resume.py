@@ -106,9 +106,12 @@ def test_a_killed_ranks_gang_resumes_and_ends_as_an_uninterrupted_run(
         assert wait_finished(node_plane, killed, job, 900) == "Succeeded"
         watch.caught_up()
         found = rank_results(node_plane, killed, job, CONTAINER, RANKS, logs=logs)
-    made = {n: len(u) for n, u in watch.uids().items()}
-    assert made == dict.fromkeys(_pods(job), 1), f"a pod was recreated: {made}\n{_story(node_plane, killed)}"
-    assert_restarted_in_place(node_plane, killed, job)
+        made = {n: len(u) for n, u in watch.uids().items()}
+        try:
+            assert made == dict.fromkeys(_pods(job), 1), f"a pod was recreated: {made}"
+            assert_restarted_in_place(node_plane, killed, job)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{_story(node_plane, killed, logs)}") from None
     restarts = node_plane.kubectl(
         "get", "events", "--field-selector", "reason=PyTorchJobGangRestart", "-o", "name", namespace=killed
     )
@@ -143,17 +146,20 @@ def assert_restarted_in_place(plane: NodePlane, namespace: str, job: Obj) -> Non
     assert sum(gang["ranks"].values()) >= len(RANKS), gang
 
 
-def _story(plane: NodePlane, namespace: str) -> str:
-    """What happened to the job, for a failure's message: its Events in order, and the operator's log."""
+def _story(plane: NodePlane, namespace: str, logs: InstanceLogs) -> str:
+    """What happened to the job, for a failure's message: the operator's Events and the kubelet's kills in
+    order, the end of every rank instance's log, and the operator's log lines about the namespace."""
     events = plane.kubectl(
         "get", "events", "--sort-by=.lastTimestamp", "-o",
         "custom-columns=AT:.lastTimestamp,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message",
         namespace=namespace, check=False,
-    ).stdout  # fmt: skip
+    ).stdout.splitlines()  # fmt: skip
+    told = [e for e in events if "Container" not in e and "Scheduled" not in e]
     log = plane.kubectl(
-        "logs", "deployment/kubetrain-operator", "--tail=60", namespace="kubetrain-system", check=False
-    ).stdout
-    return f"events:\n{events[-6000:]}\noperator log:\n{log[-8000:]}"
+        "logs", "deployment/kubetrain-operator", "--tail=2000", namespace="kubetrain-system", check=False
+    ).stdout.splitlines()
+    ours = [line[:400] for line in log if namespace in line][-40:]
+    return "\n".join(["events:", *told, "ranks:", logs.tails(), "operator log:", *ours])
 
 
 def _pods(job: Obj) -> list[str]:

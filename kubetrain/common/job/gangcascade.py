@@ -14,9 +14,9 @@ MPIJob's workers run sshd and go on serving a restarted launcher). A peer that h
 `PEER_GRACE_SECONDS` (blocked in a collective that never times out) is recreated alone: its pod is
 deleted and made again, while the others stay. The job's Running condition returns once no peer is
 waited for and every pod is Ready again. The gang restart itself stays open until the trainer reports
-progress again, or its deadline: a rank that restarts meanwhile (a peer whose first restart met a
-rendezvous still breaking) belongs to it too, so that one killed rank is one gang restart however its
-peers come back.
+progress again, or until the gang has run again for `PEER_GRACE_SECONDS` (and at least until its
+deadline): a rank that restarts meanwhile (a peer whose first restart met a rendezvous still breaking)
+belongs to it too, so that one killed rank is one gang restart however its peers come back.
 
 Neither the kubelet's restarts the gang restart answers nor its peers' ones count toward backoffLimit.
 """
@@ -121,11 +121,19 @@ class InPlaceGang:
 
     def over(self) -> bool:
         """Whether the open gang restart is over: the trainer reported progress since every rank ran again,
-        or its deadline has passed (one without a deadline is over once no peer is waited for)."""
+        or its deadline has passed and the gang has run again for `PEER_GRACE_SECONDS` since (a peer that
+        restarted in time may fail once more, its rendezvous meeting a rank that restarted later)."""
         return self._over(self.sync.ledger.gang)
 
     def _over(self, state: GangState) -> bool:
-        return state.until is None or int(self.sync.now.timestamp()) >= state.until or self._trained(state)
+        return state.until is None or self._trained(state) or self._closes(state) <= self.sync.now.timestamp()
+
+    @staticmethod
+    def _closes(state: GangState) -> int:
+        """When the open gang restart ends if the trainer does not report first (Unix seconds): its deadline,
+        or `PEER_GRACE_SECONDS` after every rank ran again, whichever is later."""
+        assert state.until is not None
+        return state.until if state.back is None else max(state.until, state.back + PEER_GRACE_SECONDS)
 
     def _trained(self, state: GangState) -> bool:
         """Whether the trainer reported progress after every rank of the gang restart ran again (`back`):
@@ -154,9 +162,9 @@ class InPlaceGang:
         return max(times, default=None)
 
     def due(self) -> float | None:
-        """Seconds until the open gang restart's deadline; None when none is open."""
-        until = self.sync.ledger.gang.until
-        return None if until is None else max(until - self.sync.now.timestamp(), 0.0)
+        """Seconds until the open gang restart's deadline, or its end; None when none is open."""
+        state = self.sync.ledger.gang
+        return None if state.until is None else max(self._closes(state) - self.sync.now.timestamp(), 0.0)
 
     # ---------------------------------------------------------------------------------------------------
     def _must_restart(self) -> list[PodFacts]:
@@ -178,9 +186,14 @@ class InPlaceGang:
 
     async def _recreate(self, late: list[tuple[str, PodFacts]], state: GangState) -> None:
         """Delete the peers that did not restart (the template makes them again): their indices are not
-        lost, and their kubelet restarts stay charged where they were."""
+        lost, and their kubelet restarts stay charged where they were. Each is a rank restart. The job
+        drains them as a gang restart drains its pods (`GangStep`): until its container stopped, a deleted
+        pod stays Running, which would read as a lost node's pod (a new failure, restarting the whole
+        gang) and its index, once gone, as lost (a restart charged to backoffLimit)."""
         sync = self.sync
-        ledger = sync.ledger.with_gang(state)
+        for rtype, pod in late:
+            state = state.judged(pod.uid, pod.restarts + 1, rtype)
+        ledger = sync.ledger.with_gang(state.draining_too(p.uid for _, p in late))
         for rtype in {t for t, _ in late}:
             gone = {p.index for t, p in late if t == rtype and p.index is not None}
             ledger = ledger.with_started(rtype, sync.ledger.started_indices(rtype) - gone)

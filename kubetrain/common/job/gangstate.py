@@ -10,7 +10,8 @@ Stored under the ledger's `gang` key (`kubetrain.common.job.ledger`), only once 
   restarts backoffLimit counts, since the pods that carry them still count them;
 - `seen`: per pod UID, how many of its failures (container restarts, plus one if the pod failed) the
   policy has already judged, so that a failure is acted on once, however many reconciles see it;
-- `draining`: the UIDs of the pods a gang restart deleted; the gang is recreated once all are gone;
+- `draining`: the UIDs of the pods a gang restart deleted (all of them, or the peers of an in-place one
+  that did not restart); the missing pods are created again once all are gone;
 - `ranks`: per replica type, the rank failures judged (containers restarted in place, pods failed or
   lost): `status.replicaStatuses[type].restarts`;
 - `since`: when the last gang restart began in place, or recreated the pods, or an ignored stall was let
@@ -121,6 +122,10 @@ class GangState:
 
     def restarted_at(self, now: int) -> GangState:
         return replace(self, since=now)
+
+    def draining_too(self, uids: Iterable[str]) -> GangState:
+        """The pods `uids`, deleted alone, drain too: the job waits until they are gone."""
+        return replace(self, draining=self.draining | frozenset(uids))
 
     def drained(self) -> GangState:
         return replace(self, draining=frozenset())

@@ -29,6 +29,7 @@ from .toyjob import toy_job
 
 RESTART_GANG = {"rules": [{"action": "FailJob", "onExitCodes": [2]}, {"action": "RestartGang"}]}
 PODS_OF_TOY = ["toy-leader-0", "toy-worker-0", "toy-worker-1", "toy-worker-2"]
+KUBELET_STOPPING = "test.kubetrain/kubelet-stopping"
 
 
 async def declaring_node(cluster: Cluster, *features: str) -> None:
@@ -165,7 +166,8 @@ async def test_the_gang_restart_survives_an_operator_restart_mid_way(cluster: Cl
     assert await cluster.is_true("Running")
 
 
-async def test_a_peer_that_does_not_restart_is_recreated_alone(cluster: Cluster) -> None:
+@pytest.mark.parametrize("stopping", [False, True], ids=["gone-at-once", "stopping-a-while"])
+async def test_a_peer_that_does_not_restart_is_recreated_alone(cluster: Cluster, stopping: bool) -> None:
     await declaring_node(cluster, "RestartAllContainersOnContainerExits")
     before = await submitted(cluster)
     await restarted_in_place(cluster, "toy-worker-1", 137)
@@ -173,7 +175,16 @@ async def test_a_peer_that_does_not_restart_is_recreated_alone(cluster: Cluster)
     await restarted_in_place(cluster, "toy-worker-0", 1)
     await cluster.step(PEER_GRACE_SECONDS - 5)
     assert await uids(cluster) == before, "within the grace the blocked peer is waited for"
+    if stopping:  # a real kubelet keeps the deleted pod Running until its container stopped
+        await cluster.api.patch(PODS, "ns", "toy-worker-2", {"metadata": {"finalizers": [KUBELET_STOPPING]}})
     await cluster.step(10)
+    if stopping:
+        await cluster.step(10)
+        assert (await gang(cluster))["restarts"] == 1, "the operator's own deletion is not a lost node"
+        told = [e.message for e in cluster.op.events.events]
+        assert not [m for m in told if "NodeLost" in m], told
+        await cluster.api.patch(PODS, "ns", "toy-worker-2", {"metadata": {"finalizers": None}})
+        await cluster.step(5)
     after = await uids(cluster)
     assert after["toy-worker-2"] != before["toy-worker-2"], "the peer that never restarted is recreated"
     assert {n: after[n] for n in PODS_OF_TOY[:3]} == {n: before[n] for n in PODS_OF_TOY[:3]}
@@ -194,6 +205,28 @@ async def test_a_failure_after_the_gang_restart_is_the_next_one_up_to_the_limit(
     await restarted_in_place(cluster, "toy-worker-0", 137)
     failed = await cluster.condition("Failed")
     assert failed is not None and failed["reason"] == "ToyJobGangRestartLimitExceeded"
+
+
+async def test_a_peer_failing_again_soon_after_the_gang_came_back_late_is_the_same_gang_restart(
+    cluster: Cluster,
+) -> None:
+    # The peers come back late (a loaded node), and one fails again once the deadline has passed, its
+    # rendezvous meeting a rank that restarted after it: the gang ran again only moments before, so that is
+    # the same gang restart. A failure once the gang has run again for the grace is the next one.
+    await cluster.restart_operator(gang_restart=GangRestartMode.IN_PLACE)
+    await submitted(cluster)
+    await restarted_in_place(cluster, "toy-worker-2", 137)
+    await cluster.step(PEER_GRACE_SECONDS - 10)
+    for name in ("toy-leader-0", "toy-worker-0", "toy-worker-1"):
+        await restarted_in_place(cluster, name, 1)
+    await cluster.step(15)  # past the deadline, 15 s after every rank ran again
+    await restarted_in_place(cluster, "toy-leader-0", 1)
+    state = await gang(cluster)
+    assert (state["restarts"], state["ranks"]) == (1, {"Leader": 2, "Worker": 3}), state
+    await cluster.step(PEER_GRACE_SECONDS)
+    assert "until" not in await gang(cluster), "over: the gang has run again for the grace"
+    await restarted_in_place(cluster, "toy-worker-0", 137)
+    assert (await gang(cluster))["restarts"] == 2
 
 
 async def test_a_report_from_before_the_peers_restarted_does_not_end_it(cluster: Cluster) -> None:

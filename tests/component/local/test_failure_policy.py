@@ -13,17 +13,22 @@ from .conftest import Runner, python, pytorch_job, replica
 
 
 def killed_on_first_run(flag: Path, runs: Path) -> list[str]:
-    """Kills itself with SIGKILL on its first run (leaving `flag`); a later run waits (up to 60 s) until the
-    master started twice (`runs`), then creates `flag`.done: the local kubelet restarts this container at
-    once, and without the wait it could end the job before the operator restarted the gang."""
+    """Waits (up to 60 s each time) for the master's first start (`runs`), then kills itself with SIGKILL,
+    leaving `flag`; its next run waits until the master started twice, then creates `flag`.done. Killed
+    sooner, the master could be recreated before it counted its first start; not waiting on the next run,
+    the local kubelet's immediate restart of this container could end the job before the gang restart."""
     return python(
         f"import os, pathlib, signal, time\n"
         f"f, runs = pathlib.Path({str(flag)!r}), pathlib.Path({str(runs)!r})\n"
+        f"def started(n):\n"
+        f"    t = time.monotonic() + 60\n"
+        f"    while time.monotonic() < t:\n"
+        f"        if runs.exists() and len(runs.read_text().splitlines()) >= n: return\n"
+        f"        time.sleep(0.1)\n"
         f"if f.exists():\n"
-        f"    print('second run', flush=True); t = time.monotonic() + 60\n"
-        f"    while len(runs.read_text().splitlines()) < 2 and time.monotonic() < t: time.sleep(0.1)\n"
+        f"    print('second run', flush=True); started(2)\n"
         f"    f.with_suffix('.done').touch(); raise SystemExit(0)\n"
-        f"f.touch(); print('first run', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+        f"started(1); f.touch(); print('first run', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
     )
 
 
