@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_digits as sklearn_digits
 
 from kubetrain.runtimes.examples import checkpoint
-from kubetrain.runtimes.examples.common import TRAIN_PREFIX, TrainSignal, parse_args
+from kubetrain.runtimes.examples.common import TRAIN_PREFIX, TrainSignal, load_digits, parse_args
 
 
 def train_lines(out: str) -> list[dict[str, object]]:
@@ -63,3 +66,20 @@ def test_an_epochs_order_depends_on_the_seed_and_epoch_only() -> None:
     assert np.array_equal(first, checkpoint.epoch_order(50, 0, 4))
     assert not np.array_equal(first, checkpoint.epoch_order(50, 0, 5))
     assert sorted(first.tolist()) == list(range(50))
+
+
+def test_the_digits_are_scikit_learns_read_without_importing_it() -> None:
+    code = (
+        "import sys, json; from kubetrain.runtimes.examples.common import load_digits; d = load_digits(); "
+        "print(json.dumps(['sklearn' in sys.modules, d.x_train.shape, d.x_test.shape]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [False, [1437, 64], [360, 64]], "a rank's start pays no scikit-learn import"
+
+    data, theirs = load_digits(), sklearn_digits()
+    order = np.random.default_rng(0).permutation(len(theirs.data))
+    x, y = theirs.data[order].astype(np.float32), theirs.target[order]
+    mean, std = x[360:].mean(axis=0), x[360:].std(axis=0) + 1.0
+    assert np.array_equal(data.x_train, ((x[360:] - mean) / std).astype(np.float32))
+    assert np.array_equal(data.x_test, ((x[:360] - mean) / std).astype(np.float32))
+    assert (data.y_train.tolist(), data.y_test.tolist()) == (y[360:].tolist(), y[:360].tolist())
