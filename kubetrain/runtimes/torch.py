@@ -95,15 +95,12 @@ def init_distributed(
     elif process.under_torchrun:
         dist.init_process_group(backend.value, init_method="env://", timeout=timeout)
     else:
-        assert process.master_addr is not None and process.master_port is not None
-        address = format_host_port(process.master_addr, process.master_port)
+        store = _gang_store(dist, process, timeout)
         dist.init_process_group(
-            backend.value,
-            init_method=f"tcp://{address}",
-            rank=process.rank,
-            world_size=process.world_size,
-            timeout=timeout,
+            backend.value, store=store, rank=process.rank, world_size=process.world_size, timeout=timeout
         )
+        if process.rank == 0:
+            store.set(_FORMED_KEY, "1")
     log.info(
         "torch.distributed up: rank %d/%d, local rank %d, backend %s, device %s",
         process.rank,
@@ -173,6 +170,33 @@ def _fresh_store(dist: Any, process: TorchProcess, timeout: datetime.timedelta) 
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+_FORMED_KEY = "kubetrain/gang-formed"
+
+
+def _gang_store(dist: Any, process: TorchProcess, timeout: datetime.timedelta) -> Any:
+    """The store at MASTER_ADDR:MASTER_PORT that rank 0 of this start serves, never its predecessor's.
+
+    Rank 0 hosts the store the group meets in. When a gang restarts in place, a rank that restarts first
+    can reach the store of the previous rank 0, still alive until it notices the failure, read the dead
+    group's addresses from it and leave the new group waiting for it until the timeout. Rank 0 marks its
+    store once the group is up; a rank that finds the mark is talking to a group that formed without it,
+    so it lets go and connects again until the new rank 0 serves a fresh store."""
+    assert process.master_addr is not None and process.master_port is not None
+    host, port, size = process.master_addr, process.master_port, process.world_size
+    if process.rank == 0:
+        return dist.TCPStore(host, port, size, is_master=True, timeout=timeout, wait_for_workers=False)
+    deadline = time.monotonic() + timeout.total_seconds()
+    while True:
+        left = datetime.timedelta(seconds=max(deadline - time.monotonic(), 1.0))
+        store = dist.TCPStore(host, port, size, is_master=False, timeout=left)
+        if not store.check([_FORMED_KEY]):
+            return store
+        del store  # the previous start's rank 0: its group formed long ago
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{format_host_port(host, port)} still serves the previous start's group")
+        time.sleep(0.2)
 
 
 def _frameworks() -> tuple[Any, Any]:

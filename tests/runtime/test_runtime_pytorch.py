@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,6 +88,53 @@ def test_a_dead_peer_fails_the_others_instead_of_hanging(replicas: Replicas) -> 
     assert codes["rank1"] == 1, replicas.tails()
     assert codes["rank0"] != 0, replicas.tails()
     assert survivor.results() == []
+
+
+GANG_MEMBER = """
+import sys, time
+import torch, torch.distributed as dist
+from kubetrain.runtimes import torch as kt
+start = sys.argv[1]
+print("joining", flush=True)
+ctx = kt.init_distributed(device=kt.DeviceChoice.CPU, timeout_s=20)
+print("formed", flush=True)
+if start == "old" and ctx.rank == 0:
+    while True:  # busy elsewhere (evaluating, checkpointing): it notices its dead peer late
+        time.sleep(1)
+t = torch.ones(4)
+for _ in range(10):
+    dist.all_reduce(t)
+print("trained", float(t[0]), flush=True)
+kt.destroy()
+"""
+
+
+def test_a_rank_restarted_before_rank_0_died_waits_for_the_new_rank_0(replicas: Replicas) -> None:
+    # A gang restarting in place: rank 1 restarts at once, while the previous rank 0 still serves its store.
+    # Met there, rank 1 would read the dead group's addresses and the new group would never form.
+    (port,) = free_ports(1)
+
+    def member(rank: int, start: str) -> Any:
+        argv = [sys.executable, "-c", GANG_MEMBER, start]
+        return replicas.start(f"{start}{rank}", argv, master_job_env(rank, 3, port))
+
+    old = [member(r, "old") for r in range(3)]
+    wait_until = time.monotonic() + 120
+    while not all("formed" in o.output() for o in old):
+        assert time.monotonic() < wait_until, replicas.tails()
+        time.sleep(0.2)
+    old[1].popen.kill()
+    new = {1: member(1, "new")}
+    while "joining" not in new[1].output():
+        assert time.monotonic() < wait_until, replicas.tails()
+        time.sleep(0.2)
+    time.sleep(3)  # it reached the previous rank 0's store
+    for o in (old[0], old[2]):
+        o.popen.kill()
+    new |= {r: member(r, "new") for r in (0, 2)}
+    codes = replicas.wait([new[r] for r in range(3)], deadline_s=120)
+    assert codes == {"new0": 0, "new1": 0, "new2": 0}, replicas.tails()
+    assert all("trained 59049.0" in new[r].output() for r in range(3)), replicas.tails()
 
 
 def test_a_peer_that_never_comes_fails_the_rendezvous_at_its_timeout(replicas: Replicas) -> None:
