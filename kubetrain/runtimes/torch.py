@@ -186,7 +186,7 @@ def _gang_store(dist: Any, process: TorchProcess, timeout: datetime.timedelta) -
     assert process.master_addr is not None and process.master_port is not None
     host, port, size = process.master_addr, process.master_port, process.world_size
     if process.rank == 0:
-        return dist.TCPStore(host, port, size, is_master=True, timeout=timeout, wait_for_workers=False)
+        return dist.TCPStore(host, port, size, is_master=True, timeout=timeout, multi_tenant=True)
     deadline = time.monotonic() + timeout.total_seconds()
     while True:
         left = datetime.timedelta(seconds=max(deadline - time.monotonic(), 1.0))

@@ -29,6 +29,7 @@ from kubetrain.runtimes.examples.common import (
     Stopwatch,
     TrainArgs,
     TrainSignal,
+    exit_now,
     load_digits,
     maybe_fail,
     parse_args,
@@ -214,4 +215,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

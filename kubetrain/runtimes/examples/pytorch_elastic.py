@@ -20,7 +20,7 @@ import torch
 from kubetrain.podcontract import ContractError, TorchProcess
 from kubetrain.runtimes import torch as kt_torch
 from kubetrain.runtimes.examples.checkpoint import resume_fields
-from kubetrain.runtimes.examples.common import Stopwatch, load_digits, parse_args, start_watchdog
+from kubetrain.runtimes.examples.common import Stopwatch, exit_now, load_digits, parse_args, start_watchdog
 from kubetrain.runtimes.examples.pytorch_ddp import checkpointer, new_state, report, resume, train
 
 __all__ = ["main"]
@@ -62,4 +62,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
