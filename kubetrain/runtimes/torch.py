@@ -187,13 +187,16 @@ def _gang_store(dist: Any, process: TorchProcess, timeout: datetime.timedelta) -
     host, port, size = process.master_addr, process.master_port, process.world_size
     if process.rank == 0:
         return dist.TCPStore(host, port, size, is_master=True, timeout=timeout, multi_tenant=True)
-    deadline = time.monotonic() + timeout.total_seconds()
+    deadline, told = time.monotonic() + timeout.total_seconds(), False
     while True:
         left = datetime.timedelta(seconds=max(deadline - time.monotonic(), 1.0))
         store = dist.TCPStore(host, port, size, is_master=False, timeout=left)
         if not store.check([_FORMED_KEY]):
             return store
         del store  # the previous start's rank 0: its group formed long ago
+        if not told:
+            log.info("%s serves the previous start's group: connecting again", format_host_port(host, port))
+            told = True
         if time.monotonic() > deadline:
             raise TimeoutError(f"{format_host_port(host, port)} still serves the previous start's group")
         time.sleep(0.2)
