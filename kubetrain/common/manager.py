@@ -1,8 +1,9 @@
 """Runs an operator process: shared informers, controllers, leader election, health and metrics, shutdown.
 
 Order of life:
-1. The HTTP servers start (`/healthz` `/readyz` on the probe port, `/metrics` on its own) and every
-   informer starts listing, leader or not, so that a standby has a warm cache when it takes over.
+1. The HTTP servers start (`/healthz` `/readyz` on the probe port, served by a thread of their own:
+   `ProbeServer`; `/metrics` on its own port) and every informer starts listing, leader or not, so
+   that a standby has a warm cache when it takes over.
 2. Once every informer has synced, the process is ready; with leader election it then campaigns
    (a standby is ready too: readiness means "healthy and able to lead").
 3. While leading (or always, without election), every controller runs.
@@ -37,7 +38,7 @@ from prometheus_client import CollectorRegistry
 
 from kubetrain.common.clock import Clock, SystemClock
 from kubetrain.common.controller import Controller
-from kubetrain.common.httpserver import Guard, HealthServer
+from kubetrain.common.httpserver import Guard, HealthServer, ProbeServer
 from kubetrain.common.kube.client import ApiClient
 from kubetrain.common.kube.informer import CacheSyncError, Informer
 from kubetrain.common.kube.multinamespace import MultiNamespaceInformer
@@ -111,8 +112,7 @@ class Manager:
         lease = leader_election.name if leader_election else None
         self._lease_gauge = self.metrics.leader_status.labels(lease) if lease else None
         # /metrics only ever on its own listener, as guarded as it is configured: never open on the probe port
-        probes = HealthServer(self.registry, self.is_ready, serve_metrics=False)
-        self._server = probes if http_address else None
+        self._server = ProbeServer(self.is_ready) if http_address else None
         self._http_address = http_address
         self._metrics_server = (
             HealthServer(self.registry, self.is_ready, guard=metrics_guard, ssl_context=metrics_tls)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 
-from test_httpserver import closed_by_server, exchange, get
+from test_httpserver import closed_by_server, exchange, get, read_reply
 
 from kubetrain.common.listener import Limits, Listener, Reply, Request
 from kubetrain.common.servingcert import serving_context
@@ -107,6 +107,24 @@ async def test_a_refusal_closes_its_connection_at_once() -> None:
             refused = await exchange(reader, writer, get("/refuse"))
             assert (refused.status, refused.headers["connection"]) == (401, "close")
             assert await closed_by_server(reader, within=2.0), "not kept for the keep-alive period"
+
+
+async def test_a_connection_makes_at_most_max_requests_the_last_answer_closing_it() -> None:
+    """A client that pipelines thousands of requests and never reads is served `max_requests` of them, not
+    all: the hostile tier's slow readers (8 connections of 2,000) took about 2 s of the loop's CPU at once,
+    and a kubelet probe waited behind them."""
+    async with listening(Work(), max_requests=5) as listener:
+        reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        with contextlib.closing(writer):
+            writer.write(get("/") * 50)  # pipelined, all at once
+            answers = [await read_reply(reader) for _ in range(5)]
+            assert [a.status for a in answers] == [200] * 5
+            assert [a.headers["connection"] for a in answers] == ["keep-alive"] * 4 + ["close"]
+            assert await closed_by_server(reader), "nothing more is answered on it"
+        # the bound is per connection: the next one is served afresh
+        reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        with contextlib.closing(writer):
+            assert (await exchange(reader, writer, get("/"))).status == 200
 
 
 async def test_a_slow_head_is_cut_at_the_head_timeout_with_408() -> None:

@@ -46,7 +46,7 @@ manifests/base/rbac (or overlays/namespaced with --namespace); it checks both wh
 
 _EPILOG = """\
 endpoints:
-  /healthz   200 while the process runs (liveness)
+  /healthz   200 while the operator's event loop runs; 500 once it has not for 5 s (liveness)
   /readyz    200 once the caches are filled, leader or standby (readiness)
   /metrics   Prometheus metrics: jobs created/succeeded/failed/restarted, reconciles, work queues, leader
 

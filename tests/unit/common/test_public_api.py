@@ -35,7 +35,7 @@ PUBLIC = {
     "events": ["EventRecorder", "EventType", "KubeEventRecorder", "ObjectRef"],
     "expectations": ["DEFAULT_EXPECTATIONS_TTL", "Expectations"],
     "handlers": ["Enqueue", "Mapper", "for_controller_owner", "for_object"],
-    "httpserver": ["Guard", "HealthServer"],
+    "httpserver": ["Guard", "HealthServer", "ProbeServer", "STALL_AFTER"],
     "metricsauth": ["MetricsSecurity", "MetricsSetupError", "metrics_security"],
     "leader": ["LeaderElectionConfig", "LeaderElector", "default_identity"],
     "logs": ["ContextFilter", "ReconcileContext", "reconcile_context"],
