@@ -5,7 +5,10 @@ Each case runs an example file as it is (its failure policy restarts the gang, i
 the claim the local runner gives the run) twice at once: once untouched, and once with one rank SIGKILLed
 as soon as any rank has started epoch K, which it signals with its `kubetrain-train` line (rank 0 saved
 epoch K's checkpoint before that step). Then:
-- the interrupted run Succeeds after a gang restart, every rank resumed from epoch K;
+- the interrupted run Succeeds after a gang restart, every rank resumed from the same epoch: the newest
+  checkpoint, so never one older than an epoch any rank had begun before the kill (K at least; a later
+  one when the ranks went on until the kill reached them: on a loaded machine the MPI example's short
+  epochs ran into epoch K+1 before the killed agent's ranks were gone);
 - its final accuracy and weights digest are the uninterrupted run's, and every rank's digest is the same;
 - fewer epochs were trained twice (begun before the kill and again after it) than the run completed.
 """
@@ -100,12 +103,17 @@ def test_a_killed_ranks_gang_resumes_and_ends_as_an_uninterrupted_run(name: str,
     assert sorted(final) == list(range(case.ranks)), output[-6000:]
     for r in final.values():
         assert (r["accuracy"], r["weights_sha256"]) == (accuracy, digest), (r, expected)
-        assert (r["resumed_from"], r["epochs_trained"]) == (case.kill_at, case.epochs - case.kill_at), r
+    (resumed,) = {r["resumed_from"] for r in final.values()}  # the same checkpoint for every rank
+    assert resumed is not None, final
+    assert all(r["epochs_trained"] == case.epochs - resumed for r in final.values()), final
 
     lines = train_lines(output)
     before = {t["epoch"] for t in lines if t["time"] < killed_at}
     after = {t["epoch"] for t in lines if t["time"] > killed_at}
-    assert after == set(range(case.kill_at, case.epochs)), lines
+    # every epoch begun before the kill had its checkpoint saved first (rank 0 saves before the step)
+    assert max(before) >= case.kill_at and resumed >= max(before), (resumed, before)
+    assert set(range(resumed, case.epochs)) <= after <= set(range(case.kill_at, case.epochs)), lines
     twice = before & after
     assert len(twice) < case.epochs, (before, after)
-    print(f"{name}: killed {case.victim} in epoch {case.kill_at}; epochs trained twice {sorted(twice)}")
+    print(f"{name}: killed {case.victim} in epoch {case.kill_at}, resumed from {resumed}; ", end="")
+    print(f"epochs trained twice {sorted(twice)}")
