@@ -12,7 +12,8 @@ operator's resident memory. What a user relies on:
 - the probes are answered within the kubelet's 1 s timeout, and the operator never stops;
 - its memory grows by less than 50 MiB;
 - and the flood was seen and refused (its answers are counted): junk tokens 401 or 503 at once, bodies 400
-  and 413, heads 431, slow heads cut off.
+  and 413, heads 431, slow heads cut off (junk and heads may also find their connection closed by the
+  caps).
 """
 
 from __future__ import annotations
@@ -240,5 +241,9 @@ async def test_a_flood_of_every_listener_neither_stalls_reconciles_nor_grows_mem
     assert seen["oversized-body"]["413"] > 0, report
     assert refused["oversized-body"] <= {"413", "closed", "connect-failed", "connect-timeout"}, report
     assert seen["valid-report"] == {"200": 1}, report
-    assert refused["header-flood"] == {"431"}, report
+    # 431, or closed by the caps before the head was read: the flood's silent connections fill both ports'
+    # connection caps, and a new connection then closes the newest of the address holding most, which is
+    # now and then a header flood's (2 of 300 in one run of about thirty)
+    assert seen["header-flood"]["431"] >= config["header_floods"] // 2, report
+    assert refused["header-flood"] <= {"431", "closed", "connect-failed", "connect-timeout"}, report
     assert seen["slowloris"].get("held-to-the-end", 0) == 0, report
