@@ -42,15 +42,21 @@ def probe_while_held(url: str, held: float) -> tuple[int, bytes, float]:
     return answer[0]
 
 
+async def until_live(base: str) -> None:
+    """Probe /healthz until it answers 200 (the loop ran and marked its heartbeat), at most WAIT s."""
+    deadline = time.monotonic() + WAIT
+    while (answer := await asyncio.to_thread(fetch, f"{base}/healthz"))[0] != 200:
+        assert time.monotonic() < deadline, f"/healthz still {answer} after the loop ran again"
+
+
 async def test_a_probe_is_answered_at_once_while_the_operators_loop_is_held() -> None:
     server = ProbeServer(lambda: True, stall_after=2.0)
     await server.start("127.0.0.1", 0)
     try:
-        base = f"http://127.0.0.1:{server.port}"
-        await asyncio.sleep(0.1)  # the heartbeat's first mark
+        base = f"http://127.0.0.1:{server.port}"  # start() marked the heartbeat
         # answered while the loop is held (a probe served on that loop would wait until it runs again)
         assert probe_while_held(f"{base}/healthz", held=0.2)[:2] == (200, b"ok")
-        await asyncio.sleep(0.1)
+        await until_live(base)  # a fresh heartbeat before holding the loop again
         assert probe_while_held(f"{base}/readyz", held=0.2)[:2] == (200, b"ok")
     finally:
         await server.stop()
@@ -61,14 +67,12 @@ async def test_once_the_operators_loop_has_stalled_healthz_fails_and_recovers_wi
     await server.start("127.0.0.1", 0)
     try:
         base = f"http://127.0.0.1:{server.port}"
-        await asyncio.sleep(0.1)
         # the heartbeat marks every 0.5 s: held 1.5 s, it is at least 1.5 s old
         status, body, _ = probe_while_held(f"{base}/healthz", held=1.5)
         assert status == 500 and body.startswith(b"the operator's event loop has not run for "), body
         status, body, _ = probe_while_held(f"{base}/readyz", held=1.5)
         assert status == 503 and b"has not run for" in body, body
-        await asyncio.sleep(0.1)  # the loop runs: its heartbeat marks at once
-        assert (await asyncio.to_thread(fetch, f"{base}/healthz"))[:2] == (200, b"ok")
+        await until_live(base)  # the loop runs again: its heartbeat marks, /healthz recovers
     finally:
         await server.stop()
 

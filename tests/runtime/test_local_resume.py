@@ -102,7 +102,9 @@ def test_a_killed_ranks_gang_resumes_and_ends_as_an_uninterrupted_run(name: str,
     succeeded(path, reference)
     succeeded(path, output)
     named = "|".join(re.escape(pod) for pod in (case.victim, *case.first))
-    assert re.search(rf"GangRestart: gang restart 1 of 3: pod ({named})\b", output), output[-6000:]
+    restarts = [ln for ln in output.splitlines() if "GangRestart" in ln]
+    first_restart = re.search(rf"GangRestart: gang restart 1 of 3: pod ({named})\b", output)
+    assert first_restart, (restarts, output[-6000:])
 
     expected = {(r["accuracy"], r["weights_sha256"], r["resumed_from"]) for r in results(reference)}
     assert len(results(reference)) == case.ranks and len(expected) == 1, results(reference)
